@@ -1,0 +1,301 @@
+"""uiautomator XML -> UiNode tuples (defusedxml), app-only texts, and the compact indexed element list."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from xml.etree.ElementTree import Element as XmlElement
+from xml.etree.ElementTree import ParseError
+
+from defusedxml import DefusedXmlException
+from defusedxml.ElementTree import fromstring
+
+_BOUNDS = re.compile(r"\[(-?\d+),(-?\d+)\]\[(-?\d+),(-?\d+)\]")
+# Long texts (articles, logs) are cut so one node cannot flood the agent's context.
+_MAX_LABEL_CHARS = 80
+
+
+@dataclass(frozen=True)
+class UiNode:
+    """One `<node>` of a uiautomator dump, in document order (`index` is its position)."""
+
+    index: int
+    text: str
+    content_desc: str
+    resource_id: str
+    class_name: str
+    package: str
+    checkable: bool
+    checked: bool
+    clickable: bool
+    enabled: bool
+    focusable: bool
+    focused: bool
+    scrollable: bool
+    long_clickable: bool
+    selected: bool
+    password: bool
+    bounds: tuple[int, int, int, int]
+
+    @property
+    def center(self) -> tuple[int, int]:
+        """The tap point: the middle of the node's bounds."""
+        left, top, right, bottom = self.bounds
+        return (left + right) // 2, (top + bottom) // 2
+
+    @property
+    def short_class(self) -> str:
+        """`android.widget.Button` -> `Button`."""
+        return self.class_name.rsplit(".", 1)[-1]
+
+    @property
+    def short_id(self) -> str:
+        """`com.app:id/add_item` -> `add_item`; ids without a package part stay as they are."""
+        return self.resource_id.split(":id/", 1)[-1]
+
+    @property
+    def is_editable(self) -> bool:
+        """Whether text can be typed into the node (uiautomator has no editable attribute)."""
+        return "EditText" in self.class_name or "TextField" in self.class_name
+
+    @property
+    def is_actionable(self) -> bool:
+        """Whether an agent would act on the node itself: tap, long-press, toggle or type."""
+        return self.clickable or self.long_clickable or self.checkable or (self.is_editable and self.focusable)
+
+
+@dataclass(frozen=True)
+class Screen:
+    """A parsed dump: the nodes and, for each, the position of its parent (-1 for a root)."""
+
+    nodes: tuple[UiNode, ...]
+    parents: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Element:
+    """One line of the compact list: a node that matters and every text it stands for."""
+
+    node: UiNode
+    texts: tuple[str, ...]
+
+
+def _slice_document(xml: str | bytes) -> bytes:
+    """Cut the XML out of what a device printed: devices add text after `</hierarchy>`."""
+    data = xml.encode("utf-8") if isinstance(xml, str) else xml
+    start = data.find(b"<?xml")
+    if start < 0:
+        start = data.find(b"<hierarchy")
+    end = data.rfind(b"</hierarchy>")
+    if start < 0 or end < 0:
+        snippet = data[:80].decode("utf-8", "replace")
+        raise ValueError(f"not a uiautomator dump (no <hierarchy> element): {snippet!r}")
+    return data[start : end + len(b"</hierarchy>")]
+
+
+def _parse_bounds(value: str) -> tuple[int, int, int, int]:
+    match = _BOUNDS.fullmatch(value.strip())
+    if match is None:
+        raise ValueError(f"bad bounds attribute {value!r}: expected [left,top][right,bottom]")
+    left, top, right, bottom = (int(group) for group in match.groups())
+    return left, top, right, bottom
+
+
+def _flag(element: XmlElement, name: str) -> bool:
+    return element.get(name, "false") == "true"
+
+
+def _node(element: XmlElement, index: int) -> UiNode:
+    return UiNode(
+        index=index,
+        text=element.get("text", ""),
+        content_desc=element.get("content-desc", ""),
+        resource_id=element.get("resource-id", ""),
+        class_name=element.get("class", ""),
+        package=element.get("package", ""),
+        checkable=_flag(element, "checkable"),
+        checked=_flag(element, "checked"),
+        clickable=_flag(element, "clickable"),
+        enabled=_flag(element, "enabled"),
+        focusable=_flag(element, "focusable"),
+        focused=_flag(element, "focused"),
+        scrollable=_flag(element, "scrollable"),
+        long_clickable=_flag(element, "long-clickable"),
+        selected=_flag(element, "selected"),
+        password=_flag(element, "password"),
+        bounds=_parse_bounds(element.get("bounds", "[0,0][0,0]")),
+    )
+
+
+def parse_screen(xml: str | bytes) -> Screen:
+    """Parse a uiautomator dump once, keeping the parent of every node.
+
+    Args:
+        xml: What `uiautomator dump` wrote, possibly with the device's trailing status text.
+
+    Returns:
+        The nodes in document order and their parents' positions.
+
+    Raises:
+        ValueError: The text is not a well-formed uiautomator hierarchy, or a node has bad bounds.
+    """
+    document = _slice_document(xml)
+    try:
+        root = fromstring(document)
+    except (ParseError, DefusedXmlException) as exc:
+        raise ValueError(f"malformed uiautomator XML: {exc}") from exc
+    if root.tag != "hierarchy":
+        raise ValueError(f"not a uiautomator dump: root element is <{root.tag}>, expected <hierarchy>")
+    nodes: list[UiNode] = []
+    parents: list[int] = []
+    # Iterative pre-order walk: deep Compose trees would hit the recursion limit.
+    stack: list[tuple[XmlElement, int]] = [(child, -1) for child in reversed(list(root)) if child.tag == "node"]
+    while stack:
+        element, parent = stack.pop()
+        position = len(nodes)
+        nodes.append(_node(element, position))
+        parents.append(parent)
+        stack.extend((child, position) for child in reversed(list(element)) if child.tag == "node")
+    return Screen(nodes=tuple(nodes), parents=tuple(parents))
+
+
+def parse_hierarchy(xml: str | bytes) -> tuple[UiNode, ...]:
+    """Parse a uiautomator dump into nodes in document order.
+
+    Args:
+        xml: What `uiautomator dump` wrote, possibly with the device's trailing status text.
+
+    Returns:
+        One `UiNode` per `<node>`, `index` being its document position.
+
+    Raises:
+        ValueError: The text is not a well-formed uiautomator hierarchy.
+    """
+    return parse_screen(xml).nodes
+
+
+def app_texts(nodes: Iterable[UiNode], package: str) -> list[str]:
+    """Collect the visible text and content-desc of one package's nodes, in document order.
+
+    Args:
+        nodes: Parsed nodes of a dump.
+        package: The app whose nodes count; other windows (system UI, keyboard) are ignored.
+
+    Returns:
+        Every non-empty text and content-desc of that package's nodes.
+    """
+    texts: list[str] = []
+    for node in nodes:
+        if node.package != package:
+            continue
+        texts.extend(value for value in (node.text, node.content_desc) if value)
+    return texts
+
+
+def _own_texts(node: UiNode) -> list[str]:
+    texts = [node.text] if node.text else []
+    if node.content_desc and node.content_desc != node.text:
+        texts.append(node.content_desc)
+    return texts
+
+
+def indexed_elements(screen: Screen) -> tuple[Element, ...]:
+    """Choose the nodes an agent needs: every actionable node, and every text not inside one.
+
+    A text inside a clickable row is folded into the row's line, because tapping the text taps
+    the row; checkable nodes keep their own line so their state is never hidden.
+
+    Args:
+        screen: A parsed dump.
+
+    Returns:
+        Elements in document order; an element's position is its index for `tapOn`.
+    """
+    owner: dict[int, int] = {}
+    chosen: dict[int, list[str]] = {}
+    for position, node in enumerate(screen.nodes):
+        parent = screen.parents[position]
+        inherited = owner.get(parent) if parent >= 0 else None
+        if node.is_actionable:
+            # The nearest actionable ancestor owns the texts below it: tapping them taps it.
+            chosen[position] = _own_texts(node)
+            owner[position] = position
+        elif inherited is not None:
+            chosen[inherited].extend(_own_texts(node))
+            owner[position] = inherited
+        elif _own_texts(node):
+            chosen[position] = _own_texts(node)
+    return tuple(Element(node=screen.nodes[position], texts=tuple(texts)) for position, texts in chosen.items())
+
+
+def _quote(text: str) -> str:
+    flat = " ".join(text.split())
+    if len(flat) > _MAX_LABEL_CHARS:
+        flat = flat[: _MAX_LABEL_CHARS - 1] + "…"
+    return '"' + flat.replace('"', "'") + '"'
+
+
+def _flags(node: UiNode) -> list[str]:
+    flags: list[str] = []
+    if node.checkable:
+        flags.append("checked" if node.checked else "unchecked")
+    if node.selected:
+        flags.append("selected")
+    if not node.enabled:
+        flags.append("disabled")
+    if node.focused:
+        flags.append("focused")
+    if node.password:
+        flags.append("password")
+    if node.scrollable:
+        flags.append("scrollable")
+    return flags
+
+
+def format_element(position: int, element: Element) -> str:
+    """One compact line: index, short class, texts, short id, state flags, tap point."""
+    node = element.node
+    parts = [str(position), node.short_class or "node"]
+    parts.extend(_quote(text) for text in element.texts)
+    if node.resource_id:
+        parts.append("#" + node.short_id)
+    parts.extend(_flags(node))
+    x, y = node.center
+    parts.append(f"@{x},{y}")
+    return " ".join(parts)
+
+
+def format_elements(elements: Sequence[Element], *, foreground: str) -> str:
+    """The whole observe text: the foreground app/activity line, then one line per element."""
+    lines = [f"foreground: {foreground or 'unknown'}", f"elements: {len(elements)}"]
+    lines.extend(format_element(position, element) for position, element in enumerate(elements))
+    return "\n".join(lines)
+
+
+def visible_texts(elements: Sequence[Element]) -> list[str]:
+    """Every text the list shows, deduplicated in order (for error sentences)."""
+    seen: dict[str, None] = {}
+    for element in elements:
+        for text in element.texts:
+            seen.setdefault(text, None)
+    return list(seen)
+
+
+def screen_signature(nodes: Iterable[UiNode]) -> tuple[tuple[object, ...], ...]:
+    """What makes two dumps the same screen to an agent: texts, ids, state and layout."""
+    return tuple(
+        (
+            node.class_name,
+            node.text,
+            node.content_desc,
+            node.resource_id,
+            node.package,
+            node.checked,
+            node.selected,
+            node.enabled,
+            node.focused,
+            node.bounds,
+        )
+        for node in nodes
+    )
