@@ -1,0 +1,372 @@
+"""Claude Code stream-json lines -> a typed Transcript (shared by the harness, replay and tests)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_agentbench.errors import TranscriptError
+
+# Assistant messages that Claude Code makes up itself (API errors) carry this model name;
+# it is not the model that ran, so it never becomes the observed model.
+SYNTHETIC_MODEL = "<synthetic>"
+
+# The token counters of `result.usage`; the other keys there are nested or not counts.
+USAGE_COUNTERS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+)
+
+
+@dataclass(frozen=True)
+class McpServerStatus:
+    """One MCP server's connection status as the init event reports it."""
+
+    name: str
+    status: str
+
+
+@dataclass(frozen=True)
+class InitEvent:
+    """The `system/init` event: what the agent started with."""
+
+    session_id: str | None
+    model: str | None
+    claude_code_version: str | None
+    cwd: str | None
+    tools: tuple[str, ...]
+    mcp_servers: tuple[McpServerStatus, ...]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool_use block and the tool_result that answered it (`result_text` None if none came)."""
+
+    id: str
+    name: str
+    input: dict
+    result_text: str | None
+    is_error: bool
+
+
+@dataclass(frozen=True)
+class PermissionDenial:
+    """One entry of `result.permission_denials`."""
+
+    tool_name: str
+    tool_use_id: str | None
+    tool_input: dict
+
+
+@dataclass(frozen=True)
+class ResultEvent:
+    """The final `result` event."""
+
+    subtype: str
+    is_error: bool
+    num_turns: int | None
+    result: str | None
+    total_cost_usd: float | None
+    usage: dict[str, int]
+    duration_ms: int | None
+    api_error_status: int | None
+    permission_denials: tuple[PermissionDenial, ...]
+    errors: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class UnparseableLine:
+    """A line that is not a stream-json event, with its 1-based number and why."""
+
+    line_number: int
+    text: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """Everything the audit needs from one agent run's stdout."""
+
+    init: InitEvent | None
+    tool_calls: tuple[ToolCall, ...]
+    final_text: str | None
+    result: ResultEvent | None
+    unparseable: tuple[UnparseableLine, ...]
+    line_count: int
+    observed_model: str | None
+
+
+def short_tool_name(name: str) -> str:
+    """Drop the `mcp__<server>__` prefix of an MCP tool name.
+
+    Args:
+        name: A full tool name such as `mcp__agentbench__observe`, or a built-in name (`Bash`).
+
+    Returns:
+        The tool's own name (`observe`); built-in names come back unchanged.
+    """
+    if name.startswith("mcp__"):
+        server_and_tool = name[len("mcp__"):]
+        _, separator, tool = server_and_tool.partition("__")
+        if separator and tool:
+            return tool
+    return name
+
+
+def tool_result_text(content: Any) -> str:
+    """Flatten a tool_result `content` (a string or a list of blocks) into text.
+
+    Args:
+        content: The `content` of a tool_result block as Claude Code writes it.
+
+    Returns:
+        The string itself, or the text blocks joined by newlines (other blocks such as
+        `tool_reference` or images are named by their type in brackets so they are not lost).
+    """
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, dict) and block.get("type") == "text":
+                parts.append(str(block.get("text", "")))
+            elif isinstance(block, dict):
+                parts.append(f"[{block.get('type', 'block')}]")
+            else:
+                parts.append(str(block))
+        return "\n".join(parts)
+    if content is None:
+        return ""
+    return json.dumps(content, ensure_ascii=False)
+
+
+@dataclass
+class _Builder:
+    """Mutable state while the stream is read; frozen into a Transcript at the end."""
+
+    init: InitEvent | None = None
+    calls: dict[str, dict[str, Any]] = field(default_factory=dict)
+    result: ResultEvent | None = None
+    unparseable: list[UnparseableLine] = field(default_factory=list)
+    assistant_model: str | None = None
+    # Claude Code splits one API message into one event per content block, all with the
+    # same message id; the final answer is the text of the last message if it made no call.
+    last_message_id: object = None
+    last_message_texts: list[str] = field(default_factory=list)
+    last_message_has_tool_use: bool = False
+
+    def add_event(self, event: dict[str, Any]) -> None:
+        kind = event["type"]
+        if kind == "system" and event.get("subtype") == "init" and self.init is None:
+            self.init = _init_event(event)
+        elif kind == "assistant":
+            self._add_assistant(event)
+        elif kind == "user":
+            self._add_user(event)
+        elif kind == "result":
+            self.result = _result_event(event)
+
+    def _add_assistant(self, event: dict[str, Any]) -> None:
+        message = event.get("message")
+        if not isinstance(message, dict):
+            return
+        model = message.get("model")
+        if self.assistant_model is None and isinstance(model, str) and model and model != SYNTHETIC_MODEL:
+            self.assistant_model = model
+        message_id = message.get("id")
+        if message_id is None or message_id != self.last_message_id:
+            self.last_message_id = message_id if message_id is not None else object()
+            self.last_message_texts = []
+            self.last_message_has_tool_use = False
+        for block in _blocks(message.get("content")):
+            block_type = block.get("type")
+            if block_type == "text":
+                self.last_message_texts.append(str(block.get("text", "")))
+            elif block_type == "tool_use":
+                self.last_message_has_tool_use = True
+                call_id = str(block.get("id", f"#{len(self.calls)}"))
+                tool_input = block.get("input")
+                self.calls[call_id] = {
+                    "name": str(block.get("name", "")),
+                    "input": tool_input if isinstance(tool_input, dict) else {},
+                    "result_text": None,
+                    "is_error": False,
+                }
+
+    def _add_user(self, event: dict[str, Any]) -> None:
+        message = event.get("message")
+        if not isinstance(message, dict):
+            return
+        for block in _blocks(message.get("content")):
+            if block.get("type") != "tool_result":
+                continue
+            call = self.calls.get(str(block.get("tool_use_id")))
+            if call is None:
+                continue
+            call["result_text"] = tool_result_text(block.get("content"))
+            call["is_error"] = block.get("is_error") is True
+
+    def build(self, line_count: int) -> Transcript:
+        final_text = None
+        if self.last_message_texts and not self.last_message_has_tool_use:
+            final_text = "\n".join(self.last_message_texts)
+        observed_model = self.assistant_model or (self.init.model if self.init else None)
+        return Transcript(
+            init=self.init,
+            tool_calls=tuple(
+                ToolCall(id=call_id, name=c["name"], input=c["input"], result_text=c["result_text"], is_error=c["is_error"])
+                for call_id, c in self.calls.items()
+            ),
+            final_text=final_text,
+            result=self.result,
+            unparseable=tuple(self.unparseable),
+            line_count=line_count,
+            observed_model=observed_model,
+        )
+
+
+def _blocks(content: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(content, list):
+        yield from (block for block in content if isinstance(block, dict))
+
+
+def _optional_str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _optional_int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _init_event(event: dict[str, Any]) -> InitEvent:
+    servers = []
+    for server in event.get("mcp_servers") or []:
+        if isinstance(server, dict):
+            servers.append(McpServerStatus(name=str(server.get("name", "")), status=str(server.get("status", ""))))
+    tools = event.get("tools") or []
+    return InitEvent(
+        session_id=_optional_str(event.get("session_id")),
+        model=_optional_str(event.get("model")),
+        claude_code_version=_optional_str(event.get("claude_code_version")),
+        cwd=_optional_str(event.get("cwd")),
+        tools=tuple(str(tool) for tool in tools if isinstance(tool, str)),
+        mcp_servers=tuple(servers),
+    )
+
+
+def _result_event(event: dict[str, Any]) -> ResultEvent:
+    usage_in = event.get("usage") if isinstance(event.get("usage"), dict) else {}
+    usage = {key: usage_in[key] for key in USAGE_COUNTERS if _optional_int(usage_in.get(key)) is not None}
+    denials = []
+    for denial in event.get("permission_denials") or []:
+        if isinstance(denial, dict):
+            tool_input = denial.get("tool_input")
+            denials.append(
+                PermissionDenial(
+                    tool_name=str(denial.get("tool_name", "")),
+                    tool_use_id=_optional_str(denial.get("tool_use_id")),
+                    tool_input=tool_input if isinstance(tool_input, dict) else {},
+                )
+            )
+    cost = event.get("total_cost_usd")
+    return ResultEvent(
+        subtype=str(event.get("subtype", "")),
+        is_error=event.get("is_error") is True,
+        num_turns=_optional_int(event.get("num_turns")),
+        result=_optional_str(event.get("result")),
+        total_cost_usd=float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None,
+        usage=usage,
+        duration_ms=_optional_int(event.get("duration_ms")),
+        api_error_status=_optional_int(event.get("api_error_status")),
+        permission_denials=tuple(denials),
+        errors=tuple(str(error) for error in event.get("errors") or []),
+    )
+
+
+def _decode(raw: str | bytes) -> str:
+    return raw.decode("utf-8") if isinstance(raw, bytes) else raw
+
+
+def _parse_event(text: str) -> tuple[dict[str, Any] | None, str]:
+    """One line's event, or None and the reason it is not one."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return None, f"invalid JSON: {exc.msg} at column {exc.colno}"
+    if not isinstance(value, dict):
+        return None, f"a JSON {type(value).__name__}, not an event object"
+    if not isinstance(value.get("type"), str):
+        return None, "an object without a string 'type'"
+    return value, ""
+
+
+def parse_lines(lines: Iterable[str | bytes]) -> Transcript:
+    """Read Claude Code stream-json (2.1.197 shapes) in one pass.
+
+    Lines that are not events (invalid JSON, a JSON value that is not an object, an object
+    without a `type`, a cut-off last line, bytes that are not UTF-8) are recorded in
+    `unparseable` with their 1-based number; nothing is raised. Blank lines are skipped.
+
+    Args:
+        lines: The transcript's lines, with or without their line endings (a file object works).
+
+    Returns:
+        The typed transcript.
+    """
+    builder = _Builder()
+    line_number = 0
+    saw_newline = False
+    # One failed line is held back: only once the stream ends do we know it was the last
+    # line, and a last line without its newline is a transcript cut off mid-write.
+    pending_failure: tuple[int, str, str, bool] | None = None
+    for raw in lines:
+        line_number += 1
+        if pending_failure is not None:
+            builder.unparseable.append(UnparseableLine(*pending_failure[:3]))
+            pending_failure = None
+        try:
+            line = _decode(raw)
+        except UnicodeDecodeError as exc:
+            builder.unparseable.append(UnparseableLine(line_number, repr(raw[:200]), f"not UTF-8: {exc.reason}"))
+            continue
+        has_newline = line.endswith("\n")
+        saw_newline = saw_newline or has_newline
+        text = line.strip()
+        if not text:
+            continue
+        event, reason = _parse_event(text)
+        if event is None:
+            pending_failure = (line_number, text, reason, has_newline)
+            continue
+        builder.add_event(event)
+    if pending_failure is not None:
+        number, text, reason, has_newline = pending_failure
+        if saw_newline and not has_newline and reason.startswith("invalid JSON"):
+            reason = f"truncated last line ({reason})"
+        builder.unparseable.append(UnparseableLine(number, text, reason))
+    return builder.build(line_count=line_number)
+
+
+def parse_file(path: str | Path) -> Transcript:
+    """Parse a transcript file (for example a run's `claude.jsonl`) as a stream.
+
+    Args:
+        path: The file to read.
+
+    Returns:
+        The typed transcript.
+
+    Raises:
+        TranscriptError: The file cannot be opened.
+    """
+    try:
+        handle = open(path, "rb")
+    except OSError as exc:
+        raise TranscriptError(f"cannot read transcript {path}: {exc.strerror}; was the agent started?") from exc
+    with handle:
+        return parse_lines(handle)
