@@ -1,0 +1,192 @@
+"""MCP server profile names + project settings -> ServerProfile: command, private state, scrub rules, build files."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+
+from pytest_agentbench.errors import ConfigError
+
+PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+
+# AutoMobile keeps device claims here; both spellings are kept through the scrub so a resident
+# daemon's claims are still honoured by the run's own server.
+COORDINATION_DIR_NAMES = ("AUTOMOBILE_ADB_SERVER_COORDINATION_DIR", "AUTO_MOBILE_ADB_SERVER_COORDINATION_DIR")
+
+
+def _frozen(mapping: Mapping[str, str] | None = None) -> Mapping[str, str]:
+    return MappingProxyType(dict(mapping or {}))
+
+
+@dataclass(frozen=True)
+class ServerProfile:
+    """One MCP server the agent can be given: how to start it and how to keep its runs apart.
+
+    Attributes:
+        name: The MCP server name in the generated config; tools are ``mcp__<name>__<tool>``.
+        command: argv that starts the server over stdio.
+        private_state: Environment variable -> subdirectory of the run directory, fresh per run.
+        scrub: Inherited variables removed from the agent's (and so the server's) environment:
+            a trailing ``*`` makes an entry a prefix, otherwise it is an exact name.
+        keep: Names kept even though ``scrub`` matches them.
+        build_files: Glob patterns (absolute) of the files that make up the server's build, for
+            the ``serverBuild`` fingerprint.
+        pinnable: Whether the server can be restricted to one device serial.
+        pin_env: The variable that pins the server to a serial (pinnable servers only).
+        instructions_env: The variable set to ``1`` by ``--server-instructions``, if the server
+            has an instructions switch.
+        fixed_env: Variables always set in the server's environment.
+    """
+
+    name: str
+    command: tuple[str, ...]
+    private_state: Mapping[str, str] = field(default_factory=_frozen)
+    scrub: tuple[str, ...] = ()
+    keep: tuple[str, ...] = ()
+    build_files: tuple[str, ...] = ()
+    pinnable: bool = False
+    pin_env: str | None = None
+    instructions_env: str | None = None
+    fixed_env: Mapping[str, str] = field(default_factory=_frozen)
+
+    def scrubs(self, variable: str) -> bool:
+        """Tell whether an inherited variable must be removed before the run.
+
+        Args:
+            variable: An environment variable name.
+
+        Returns:
+            True when a ``scrub`` entry matches the name and ``keep`` does not list it.
+        """
+        if variable in self.keep:
+            return False
+        for entry in self.scrub:
+            if entry.endswith("*"):
+                if variable.startswith(entry[:-1]):
+                    return True
+            elif variable == entry:
+                return True
+        return False
+
+    def private_dirs(self, run_dir: Path) -> dict[str, Path]:
+        """Map each private-state variable to its absolute directory inside a run directory.
+
+        Args:
+            run_dir: The run directory (made absolute here).
+
+        Returns:
+            Variable name -> ``run_dir / subdirectory``.
+        """
+        base = Path(run_dir).absolute()
+        return {variable: base / subdir for variable, subdir in self.private_state.items()}
+
+
+def agentbench_profile() -> ServerProfile:
+    """The project's own Android MCP server (``pytest_agentbench.mcp_server``), pinned to one serial."""
+    return ServerProfile(
+        name="agentbench",
+        command=(sys.executable, "-m", "pytest_agentbench.mcp_server"),
+        private_state=_frozen(
+            {
+                "AGENTBENCH_DATA_DIR": "data",
+                "AGENTBENCH_LOG_DIR": "logs",
+                "AGENTBENCH_DB_DIR": "db",
+                "AGENTBENCH_SOCKET_DIR": "sock",
+            }
+        ),
+        # An inherited serial, state dir or instructions switch would point the server at another
+        # phone or another run's state, or turn instructions on without --server-instructions.
+        scrub=(
+            "AGENTBENCH_DEVICE_SERIAL",
+            "AGENTBENCH_DATA_DIR",
+            "AGENTBENCH_LOG_DIR",
+            "AGENTBENCH_DB_DIR",
+            "AGENTBENCH_SOCKET_DIR",
+            "AGENTBENCH_MCP_INSTRUCTIONS",
+        ),
+        keep=(),
+        build_files=(str(PACKAGE_ROOT / "**" / "*.py"), str(PACKAGE_ROOT / "schema" / "*.json")),
+        pinnable=True,
+        pin_env="AGENTBENCH_DEVICE_SERIAL",
+        instructions_env="AGENTBENCH_MCP_INSTRUCTIONS",
+    )
+
+
+def auto_mobile_profile(checkout: Path) -> ServerProfile:
+    """AutoMobile's MCP server run from a built checkout (``node dist/src/index.js``).
+
+    Args:
+        checkout: The AutoMobile repository checkout (absolute or relative to the rootdir).
+    """
+    checkout = Path(checkout).absolute()
+    return ServerProfile(
+        name="auto-mobile",
+        command=("node", str(checkout / "dist" / "src" / "index.js")),
+        private_state=_frozen(
+            {
+                "AUTOMOBILE_AUX_SOCKET_DIR": "sock",
+                "AUTOMOBILE_DB_DIR": "db",
+                "AUTOMOBILE_DATA_DIR": "data",
+                "AUTOMOBILE_LOG_DIR": "logs",
+            }
+        ),
+        # A state override such as AUTOMOBILE_DB_PATH would beat the run's values, and
+        # AUTOMOBILE_DISABLED_TOOLS would quietly change the toolset; NODE_ENV=test arms the
+        # server's test-only guards.
+        scrub=("AUTOMOBILE_*", "AUTO_MOBILE_*", "NODE_ENV"),
+        keep=COORDINATION_DIR_NAMES,
+        build_files=(
+            str(checkout / "dist" / "**" / "*"),
+            str(checkout / "schemas" / "tool-definitions.json"),
+            str(checkout / "bun.lock"),
+            str(checkout / "package.json"),
+        ),
+        pinnable=False,
+    )
+
+
+def mobile_mcp_profile() -> ServerProfile:
+    """mobile-mcp (``@mobilenext/mobile-mcp``), pinned to a released version, telemetry off."""
+    return ServerProfile(
+        name="mobile-mcp",
+        command=("npx", "-y", "@mobilenext/mobile-mcp@1.0.4"),
+        private_state=_frozen(),
+        scrub=("MOBILEMCP_*",),
+        build_files=(),
+        pinnable=False,
+        fixed_env=_frozen({"MOBILEMCP_DISABLE_TELEMETRY": "1"}),
+    )
+
+
+PROFILE_NAMES = ("agentbench", "auto-mobile", "mobile-mcp")
+
+
+def get_profile(name: str, *, automobile_dir: Path | None = None) -> ServerProfile:
+    """Resolve the configured server profile.
+
+    Args:
+        name: One of ``PROFILE_NAMES`` (the ``agentbench_server`` ini option).
+        automobile_dir: The AutoMobile checkout (ini ``agentbench_automobile_dir``); required
+            for ``auto-mobile``.
+
+    Returns:
+        The profile.
+
+    Raises:
+        ConfigError: Unknown name, or ``auto-mobile`` without a checkout directory.
+    """
+    if name == "agentbench":
+        return agentbench_profile()
+    if name == "auto-mobile":
+        if automobile_dir is None:
+            raise ConfigError(
+                "agentbench_server = auto-mobile needs the AutoMobile checkout: set the ini option "
+                "agentbench_automobile_dir to the directory that holds dist/src/index.js"
+            )
+        return auto_mobile_profile(automobile_dir)
+    if name == "mobile-mcp":
+        return mobile_mcp_profile()
+    raise ConfigError(f"agentbench_server = {name!r} is not a known MCP server profile; expected one of {', '.join(PROFILE_NAMES)}")

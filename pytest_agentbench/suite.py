@@ -1,0 +1,452 @@
+"""Suite YAML file -> validated Suite (JSON Schema in schema/suite.schema.json + the rules a schema cannot say)."""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import math
+import re
+import struct
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, Union
+
+import yaml
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
+
+from pytest_agentbench.errors import SuiteError
+
+PLACEHOLDERS = ("deviceSerial", "packageName", "runDirectory")
+# Anything that looks like a placeholder; other braces (JSON in a prompt) are left alone.
+_PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+# Android SharedPreferences are read back by JavaScript-era tooling too: larger ints lose digits.
+MAX_SAFE_INTEGER = 2**53 - 1
+
+PrefValue = Union[bool, int, float, str, tuple[str, ...]]
+
+
+@dataclass(frozen=True)
+class AppSpec:
+    """The app under test; ``apk_path`` is absolute (resolved against the rootdir) or None."""
+
+    package_name: str
+    apk_path: Path | None
+
+
+@dataclass(frozen=True)
+class PreflightSpec:
+    """How preflight puts the app into its start state (``launch_uri`` None: launcher activity)."""
+
+    clear_app_data: bool
+    shared_preferences: dict[str, dict[str, PrefValue]]
+    launch_uri: str | None
+    settle_seconds: float
+    start_screen_includes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ClaudeSpec:
+    """Typed agent settings; ``allowed_tools`` None means the server profile's default."""
+
+    model: str | None
+    append_system_prompt: str | None
+    allowed_tools: tuple[str, ...] | None
+    disallowed_tools: tuple[str, ...]
+    max_budget_usd: float | None
+    timeout_seconds: float
+
+
+@dataclass(frozen=True)
+class VerifySpec:
+    """The hard checks: texts the final answer and the post-run screen must show."""
+
+    answer_includes: tuple[str, ...]
+    screen_includes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Suite:
+    """One validated suite file; ``line`` is the 0-based line of its ``name`` key."""
+
+    path: Path
+    name: str
+    line: int
+    platform: str
+    prompt_path: Path
+    prompt_text: str
+    app: AppSpec
+    preflight: PreflightSpec
+    claude: ClaudeSpec
+    verify: VerifySpec
+    failure_patterns: tuple[str, ...]
+    ignored_failure_patterns: tuple[str, ...]
+    baseline: dict | None
+    baseline_tool_sequence: tuple[str, ...]
+    raw: dict
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that rejects duplicate keys and keeps dates and yes/no/on/off as strings (YAML 1.2 style)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: dict[Any, yaml.Node] = {}
+        for key_node, _value_node in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                duplicate = key in seen
+            except TypeError:  # an unhashable key; the base class reports it with its position
+                break
+            if duplicate:
+                first = seen[key].start_mark.line + 1
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping", node.start_mark,
+                    f"found duplicate key {key!r} (first defined on line {first})", key_node.start_mark,
+                )
+            seen[key] = key_node
+        return super().construct_mapping(node, deep=deep)
+
+
+# Suites in the seed were read by a YAML 1.2 parser: there, `on`/`yes` are strings and dates are
+# not special. Keep that meaning so `wifi: on` is not silently a boolean.
+_StrictLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag not in ("tag:yaml.org,2002:bool", "tag:yaml.org,2002:timestamp")]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_StrictLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+
+
+@cache
+def suite_schema() -> dict:
+    """Return the suite JSON Schema shipped in the package."""
+    text = resources.files("pytest_agentbench").joinpath("schema/suite.schema.json").read_text("utf-8")
+    return json.loads(text)
+
+
+def _key_path(parts: Any) -> str:
+    path = ""
+    for part in parts:
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    return path or "(top level)"
+
+
+def _show(value: Any) -> str:
+    text = json.dumps(value, default=str, ensure_ascii=False) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+_TYPE_WORDS = {
+    "object": "a mapping", "array": "a list", "string": "a string", "number": "a number",
+    "integer": "an integer", "boolean": "true or false",
+}
+
+
+def _python_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return {int: "an integer", float: "a number", str: "a string"}.get(type(value), type(value).__name__)
+
+
+def _schema_problems(error: ValidationError) -> list[str]:
+    """Turn one jsonschema error into sentences naming the key path, the value and what was expected."""
+    path = list(error.absolute_path)
+    where = _key_path(path)
+    kind = error.validator
+    if kind == "additionalProperties" and isinstance(error.instance, dict):
+        allowed = list(error.schema.get("properties", {}))
+        problems = []
+        for key in error.instance:
+            if key in allowed:
+                continue
+            hint = difflib.get_close_matches(str(key), allowed, n=1)
+            guess = f" (did you mean {hint[0]!r}?)" if hint else ""
+            expected = f"; allowed keys: {', '.join(allowed)}" if allowed else ""
+            problems.append(f"{_key_path([*path, key])}: unknown key{guess}{expected}")
+        if problems:
+            return problems
+    if kind == "required":
+        missing = re.match(r"'([^']+)'", error.message)
+        name = missing.group(1) if missing else "?"
+        return [f"{_key_path([*path, name])}: required key is missing"]
+    if kind == "type":
+        wanted = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
+        words = " or ".join(_TYPE_WORDS.get(w, w) for w in wanted)
+        return [f"{where}: expected {words}, got {_show(error.instance)} ({_python_type(error.instance)})"]
+    expected = error.schema.get("x-expected")
+    if kind == "const":
+        expected = repr(error.validator_value)
+    elif kind == "minLength":
+        expected = "a non-empty string"
+    elif kind == "minItems":
+        expected = f"a list with at least {error.validator_value} entr{'y' if error.validator_value == 1 else 'ies'}"
+    elif kind == "minimum":
+        expected = f"a number >= {error.validator_value}"
+    elif kind == "exclusiveMinimum":
+        expected = f"a number > {error.validator_value}"
+    elif kind == "anyOf" and not expected:
+        expected = "one of the allowed shapes"
+    return [f"{where}: expected {expected or error.message}, got {_show(error.instance)}"]
+
+
+def _non_string_keys(value: Any, path: list[Any]) -> list[str]:
+    problems: list[str] = []
+    if isinstance(value, dict):
+        for key, child in value.items():
+            if not isinstance(key, str):
+                problems.append(f"{_key_path([*path, str(key)])}: expected a string key, got {_show(key)} ({_python_type(key)}); quote it")
+            else:
+                problems += _non_string_keys(child, [*path, key])
+    elif isinstance(value, list):
+        for index, child in enumerate(value):
+            problems += _non_string_keys(child, [*path, index])
+    return problems
+
+
+def _placeholder_problems(where: str, text: str) -> list[str]:
+    unknown = sorted({m.group(1) for m in _PLACEHOLDER_RE.finditer(text)} - set(PLACEHOLDERS))
+    allowed = ", ".join(f"{{{p}}}" for p in PLACEHOLDERS)
+    return [f"{where}: unknown placeholder {{{name}}}; expected only {allowed}" for name in unknown]
+
+
+def _pref_value_problems(where: str, value: Any) -> list[str]:
+    """Rules for a SharedPreferences value that the schema's types cannot express."""
+    if isinstance(value, bool) or isinstance(value, str):
+        return []
+    if isinstance(value, int):
+        if abs(value) > MAX_SAFE_INTEGER:
+            return [f"{where}: expected a safe integer (|n| <= 2**53 - 1), got {value}"]
+        return []
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return [f"{where}: expected a finite fraction, got {value}"]
+        try:
+            stored = struct.unpack("<f", struct.pack("<f", value))[0]
+        except OverflowError:
+            return [f"{where}: expected a fraction within the 32-bit float range (about ±3.4e38), got {value}"]
+        if value != 0 and stored == 0:
+            return [f"{where}: expected a fraction a 32-bit float can hold, got {value} (it would be stored as 0)"]
+        return []
+    if isinstance(value, list):
+        duplicates = sorted({v for v in value if isinstance(v, str) and value.count(v) > 1})
+        return [f"{where}: string sets hold each value once, got duplicate {d!r}" for d in duplicates]
+    return []
+
+
+def _read_prompt(suite_path: Path, prompt: str, problems: list[str]) -> tuple[Path, str]:
+    prompt_path = (suite_path.parent / prompt).resolve()
+    if Path(prompt).is_absolute():
+        problems.append(f"prompt: expected a path relative to the suite file, got absolute {prompt!r}")
+        return prompt_path, ""
+    if not prompt.endswith(".txt"):
+        problems.append(f"prompt: expected a .txt file, got {prompt!r}")
+        return prompt_path, ""
+    if not prompt_path.is_file():
+        problems.append(f"prompt: expected an existing file relative to the suite, got {prompt!r} ({prompt_path} does not exist)")
+        return prompt_path, ""
+    try:
+        text = prompt_path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        problems.append(f"prompt: expected UTF-8 text in {prompt!r}, got an undecodable byte at offset {exc.start}")
+        return prompt_path, ""
+    if not text.strip():
+        problems.append(f"prompt: expected a non-empty prompt, got an empty file {prompt!r}")
+    problems += _placeholder_problems("prompt", text)
+    return prompt_path, text
+
+
+def _code_rules(path: Path, data: dict, rootdir: Path, problems: list[str]) -> tuple[Path, str]:
+    """Rules the schema cannot say; each part is checked only when its shape is right."""
+    name = data.get("name")
+    if isinstance(name, str) and name != path.stem:
+        problems.append(f"name: expected {path.stem!r} (the file name without .yml), got {name!r}")
+    prompt_path, prompt_text = path.parent / "?", ""
+    if isinstance(data.get("prompt"), str) and data["prompt"]:
+        prompt_path, prompt_text = _read_prompt(path, data["prompt"], problems)
+    app = data.get("app")
+    if isinstance(app, dict) and isinstance(app.get("apkPath"), str) and Path(app["apkPath"]).is_absolute():
+        problems.append(f"app.apkPath: expected a path relative to the rootdir ({rootdir}), got absolute {app['apkPath']!r}")
+    claude = data.get("claude")
+    if isinstance(claude, dict) and isinstance(claude.get("appendSystemPrompt"), str):
+        problems += _placeholder_problems("claude.appendSystemPrompt", claude["appendSystemPrompt"])
+    preflight = data.get("preflight")
+    prefs = preflight.get("sharedPreferences") if isinstance(preflight, dict) else None
+    if isinstance(prefs, dict):
+        for file_name, values in prefs.items():
+            if isinstance(values, dict):
+                for key, value in values.items():
+                    problems += _pref_value_problems(f"preflight.sharedPreferences.{file_name}.{key}", value)
+    return prompt_path, prompt_text
+
+
+def _parse_yaml(path: Path, problems: list[str]) -> tuple[Any, int]:
+    """Read the one YAML document of a suite file; returns (data, 0-based line of `name`)."""
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        problems.append(f"(file): expected UTF-8 text, got an undecodable byte at offset {exc.start}")
+        return None, 0
+    loader = _StrictLoader(text)
+    try:
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "somewhere"
+        what = " ".join(part for part in (exc.context, exc.problem) if part)
+        problems.append(f"(yaml) {where}: {what}")
+        return None, 0
+    except yaml.YAMLError as exc:
+        problems.append(f"(yaml): {exc}")
+        return None, 0
+    finally:
+        loader.dispose()
+    line = 0
+    if isinstance(node, yaml.MappingNode):
+        for key_node, _value in node.value:
+            if key_node.value == "name":
+                line = key_node.start_mark.line
+    return data, line
+
+
+def validate_suite_data(path: Path, data: Any, rootdir: Path) -> tuple[list[str], Path, str]:
+    """Check parsed suite data against the schema and the code rules.
+
+    Args:
+        path: The suite file (for the name and prompt rules).
+        data: The parsed YAML document.
+        rootdir: The directory ``app.apkPath`` is relative to.
+
+    Returns:
+        (problems, resolved prompt path, prompt text); no problems means the suite is valid.
+    """
+    if not isinstance(data, dict):
+        return [f"(top level): expected a mapping of suite keys, got {_show(data)} ({_python_type(data)})"], path, ""
+    problems = _non_string_keys(data, [])
+    if problems:
+        return problems, path, ""
+    validator = Draft202012Validator(suite_schema())
+    errors = sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
+    for error in errors:
+        problems += _schema_problems(error)
+    prompt_path, prompt_text = _code_rules(path, data, rootdir, problems)
+    return problems, prompt_path, prompt_text
+
+
+def _pref_value(value: Any) -> PrefValue:
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _build(path: Path, data: dict, line: int, rootdir: Path, prompt_path: Path, prompt_text: str) -> Suite:
+    app = data["app"]
+    preflight = data.get("preflight", {})
+    claude = data.get("claude", {})
+    verify = data["verify"]
+    allowed = claude.get("allowedTools")
+    budget = claude.get("maxBudgetUsd")
+    return Suite(
+        path=path,
+        name=data["name"],
+        line=line,
+        platform=data["platform"],
+        prompt_path=prompt_path,
+        prompt_text=prompt_text,
+        app=AppSpec(
+            package_name=app["packageName"],
+            apk_path=(rootdir / app["apkPath"]).resolve() if "apkPath" in app else None,
+        ),
+        preflight=PreflightSpec(
+            clear_app_data=preflight.get("clearAppData", True),
+            shared_preferences={
+                file_name: {key: _pref_value(value) for key, value in values.items()}
+                for file_name, values in preflight.get("sharedPreferences", {}).items()
+            },
+            launch_uri=preflight.get("launchUri"),
+            settle_seconds=float(preflight.get("settleSeconds", 2)),
+            start_screen_includes=tuple(preflight.get("startScreenIncludes", ())),
+        ),
+        claude=ClaudeSpec(
+            model=claude.get("model"),
+            append_system_prompt=claude.get("appendSystemPrompt"),
+            allowed_tools=tuple(allowed) if allowed is not None else None,
+            disallowed_tools=tuple(claude.get("disallowedTools", ())),
+            max_budget_usd=float(budget) if budget is not None else None,
+            timeout_seconds=float(claude.get("timeoutSeconds", 900)),
+        ),
+        verify=VerifySpec(
+            answer_includes=tuple(verify.get("answerIncludes", ())),
+            screen_includes=tuple(verify["screenIncludes"]),
+        ),
+        failure_patterns=tuple(data.get("failurePatterns", ())),
+        ignored_failure_patterns=tuple(data.get("ignoredFailurePatterns", ())),
+        # An empty block (`baseline: {}`, the seed's placeholder) means "no baseline yet".
+        baseline=data.get("baseline") or None,
+        baseline_tool_sequence=tuple(data.get("baselineToolSequence", ())),
+        raw=data,
+    )
+
+
+def load_suite(path: Path, rootdir: Path) -> Suite:
+    """Load and validate one suite file, reporting every problem at once.
+
+    Args:
+        path: The suite's ``.yml`` file.
+        rootdir: The project root; ``app.apkPath`` is relative to it.
+
+    Returns:
+        The validated Suite.
+
+    Raises:
+        SuiteError: With one problem per broken rule, each naming the key path, the value and
+            what was expected (YAML syntax errors name the line).
+    """
+    path = Path(path)
+    problems: list[str] = []
+    data, line = _parse_yaml(path, problems)
+    if problems:
+        raise SuiteError(path, problems)
+    problems, prompt_path, prompt_text = validate_suite_data(path, data, Path(rootdir))
+    if problems:
+        raise SuiteError(path, problems)
+    return _build(path, data, line, Path(rootdir), prompt_path, prompt_text)
+
+
+def fill_placeholders(text: str, *, device_serial: str, package_name: str, run_directory: str) -> str:
+    """Replace ``{deviceSerial}``, ``{packageName}`` and ``{runDirectory}``; other braces stay.
+
+    Args:
+        text: A prompt or system prompt.
+        device_serial: The target device's serial.
+        package_name: The app under test.
+        run_directory: The run directory path.
+
+    Returns:
+        The filled text.
+    """
+    values = {"deviceSerial": device_serial, "packageName": package_name, "runDirectory": run_directory}
+    return _PLACEHOLDER_RE.sub(lambda m: values.get(m.group(1), m.group(0)), text)
+
+
+def suite_digest(suite: Suite, *, model: str | None) -> str:
+    """Digest the task a suite measures: prompt, every setting except the baseline, the model.
+
+    Args:
+        suite: The suite.
+        model: The requested model (``--model`` or ``claude.model``), None when unset.
+
+    Returns:
+        ``sha256:`` and 16 hex digits.
+    """
+    settings = {k: v for k, v in suite.raw.items() if k not in ("baseline", "baselineToolSequence")}
+    payload = json.dumps({"settings": settings, "prompt": suite.prompt_text, "model": model}, sort_keys=True, default=str)
+    return "sha256:" + hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
