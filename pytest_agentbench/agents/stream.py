@@ -1,0 +1,244 @@
+"""Replay agent actions -> stream-json lines in the event shapes of Claude Code 2.1.197."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, TextIO
+
+from pytest_agentbench import __version__
+
+# Named so a transcript (and a baseline's claudeCodeVersion) can never be mistaken for Claude's.
+REPLAY_VERSION = f"{__version__}-agentbench-replay"
+DEFAULT_MODEL = "replay"
+
+
+def _zero_usage_preliminary() -> dict[str, int]:
+    return {"input_tokens": 0, "output_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+
+
+def _zero_usage_total() -> dict[str, Any]:
+    # The key order and nested keys of Claude Code 2.1.197's result.usage.
+    return {
+        "input_tokens": 0,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+        "output_tokens": 0,
+        "server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0},
+        "service_tier": "standard",
+        "cache_creation": {"ephemeral_1h_input_tokens": 0, "ephemeral_5m_input_tokens": 0},
+        "inference_geo": "",
+        "iterations": [],
+        "speed": "standard",
+    }
+
+
+def _timestamp() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _hex_id() -> str:
+    return uuid.uuid4().hex[:20]
+
+
+def mcp_tool_result_shape(content: list[dict[str, Any]], structured: dict | None, is_error: bool) -> tuple[Any, Any]:
+    """Shape an MCP `tools/call` result as Claude Code puts it into a tool_result.
+
+    Claude Code 2.1.197 sends structured content as compact JSON text, other results as their
+    content blocks, and an error as its joined text; `tool_use_result` (the SDK-side copy)
+    carries the structured content beside it, or `Error: <text>` for an error.
+
+    Args:
+        content: The result's content blocks as dicts (`{"type": "text", "text": ...}`).
+        structured: The result's `structuredContent`, if any.
+        is_error: The result's `isError`.
+
+    Returns:
+        `(tool_result content, tool_use_result)`.
+    """
+    if is_error:
+        text = "\n".join(block.get("text", "") for block in content if block.get("type") == "text") or "Tool failed"
+        return text, f"Error: {text}"
+    if structured is not None:
+        text = json.dumps(structured, ensure_ascii=False, separators=(",", ":"))
+        return text, {"content": text, "structuredContent": structured}
+    return content, content
+
+
+@dataclass
+class StreamWriter:
+    """Writes one JSON object per line and flushes, so the harness sees each event as it happens."""
+
+    out: TextIO
+    model: str = DEFAULT_MODEL
+    session_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    started: float = field(default_factory=time.monotonic)
+    turns: int = 0
+    permission_denials: list[dict[str, Any]] = field(default_factory=list)
+    _message_id: str | None = None
+
+    def _emit(self, event: dict[str, Any]) -> None:
+        self.out.write(json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n")
+        self.out.flush()
+
+    def init(self, *, cwd: str, tools: list[str], mcp_servers: list[dict[str, str]]) -> None:
+        """The `system/init` event (always the first line); the run's duration counts from here."""
+        # Claude's duration_ms measures the query, not process and MCP startup.
+        self.started = time.monotonic()
+        self._emit(
+            {
+                "type": "system",
+                "subtype": "init",
+                "cwd": cwd,
+                "session_id": self.session_id,
+                "tools": tools,
+                "mcp_servers": mcp_servers,
+                "model": self.model,
+                "permissionMode": "default",
+                "slash_commands": [],
+                "apiKeySource": "none",
+                "claude_code_version": REPLAY_VERSION,
+                "output_style": "default",
+                "agents": [],
+                "skills": [],
+                "plugins": [],
+                "analytics_disabled": True,
+                "product_feedback_disabled": True,
+                "uuid": str(uuid.uuid4()),
+                "memory_paths": {},
+                "fast_mode_state": "off",
+            }
+        )
+
+    def _assistant(self, block: dict[str, Any], extra: dict[str, Any] | None = None) -> None:
+        event = {
+            "type": "assistant",
+            "message": {
+                "id": self._message_id,
+                "type": "message",
+                "role": "assistant",
+                "model": self.model,
+                "content": [block],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": _zero_usage_preliminary(),
+                "context_management": None,
+            },
+            "parent_tool_use_id": None,
+            "session_id": self.session_id,
+            "uuid": str(uuid.uuid4()),
+            "request_id": f"req_replay_{_hex_id()}",
+        }
+        event.update(extra or {})
+        self._emit(event)
+
+    def begin_turn(self) -> None:
+        """Start a new assistant message (one model turn); counts toward `num_turns`."""
+        self.turns += 1
+        self._message_id = f"msg_replay_{_hex_id()}"
+
+    def text(self, text: str) -> None:
+        """An assistant text block in the current turn."""
+        self._assistant({"type": "text", "text": text})
+
+    def tool_use(self, name: str, tool_input: dict[str, Any], *, server: str | None) -> str:
+        """An assistant tool_use block in the current turn; returns its `toolu_...` id."""
+        tool_use_id = f"toolu_replay_{_hex_id()}"
+        extra = None
+        if name.startswith("mcp__"):
+            meta: dict[str, Any] = {"id": tool_use_id, "display_name": _display_name(name)}
+            if server is not None:
+                meta["server_display_name"] = server
+            extra = {"tool_use_meta": [meta]}
+        self._assistant({"type": "tool_use", "id": tool_use_id, "name": name, "input": tool_input}, extra)
+        return tool_use_id
+
+    def tool_result(self, tool_use_id: str, content: Any, tool_use_result: Any, *, is_error: bool) -> None:
+        """The `user` event answering a tool_use (`is_error` only present when true, as Claude writes it)."""
+        block: dict[str, Any] = {"tool_use_id": tool_use_id, "type": "tool_result", "content": content}
+        if is_error:
+            block["is_error"] = True
+        self._emit(
+            {
+                "type": "user",
+                "message": {"role": "user", "content": [block]},
+                "parent_tool_use_id": None,
+                "session_id": self.session_id,
+                "uuid": str(uuid.uuid4()),
+                "timestamp": _timestamp(),
+                "tool_use_result": tool_use_result,
+            }
+        )
+
+    def deny(self, tool_use_id: str, name: str, tool_input: dict[str, Any]) -> None:
+        """A permission denial: the tool is outside `--allowedTools` (recorded for the result event)."""
+        message = f"Claude requested permissions to use {name}, but you haven't granted it yet."
+        self.tool_result(tool_use_id, message, f"Error: {message}", is_error=True)
+        self.permission_denials.append({"tool_name": name, "tool_use_id": tool_use_id, "tool_input": tool_input})
+
+    def no_such_tool(self, tool_use_id: str, name: str) -> None:
+        """The tool is disallowed or its server is not connected: Claude never saw it."""
+        message = f"Error: No such tool available: {name}"
+        self.tool_result(tool_use_id, f"<tool_use_error>{message}</tool_use_error>", message, is_error=True)
+
+    def _duration_ms(self) -> int:
+        return int((time.monotonic() - self.started) * 1000)
+
+    def result_success(self, final_text: str) -> None:
+        """The closing `result` event of a run that answered."""
+        self._emit(
+            {
+                "type": "result",
+                "subtype": "success",
+                "is_error": False,
+                "api_error_status": None,
+                "duration_ms": self._duration_ms(),
+                "duration_api_ms": 0,
+                "ttft_ms": 0,
+                "ttft_stream_ms": 0,
+                "time_to_request_ms": 0,
+                "num_turns": self.turns,
+                "result": final_text,
+                "stop_reason": "end_turn",
+                "session_id": self.session_id,
+                "total_cost_usd": 0,
+                "usage": _zero_usage_total(),
+                "modelUsage": {},
+                "permission_denials": self.permission_denials,
+                "terminal_reason": "completed",
+                "fast_mode_state": "off",
+                "uuid": str(uuid.uuid4()),
+            }
+        )
+
+    def result_max_turns(self, max_turns: int) -> None:
+        """The `error_max_turns` result: the next turn would exceed `--max-turns`."""
+        self._emit(
+            {
+                "type": "result",
+                "subtype": "error_max_turns",
+                "duration_ms": self._duration_ms(),
+                "duration_api_ms": 0,
+                "is_error": True,
+                "num_turns": self.turns + 1,
+                "stop_reason": "tool_use",
+                "session_id": self.session_id,
+                "total_cost_usd": 0,
+                "usage": _zero_usage_total(),
+                "modelUsage": {},
+                "permission_denials": self.permission_denials,
+                "terminal_reason": "max_turns",
+                "fast_mode_state": "off",
+                "uuid": str(uuid.uuid4()),
+                "errors": [f"Reached maximum number of turns ({max_turns})"],
+            }
+        )
+
+
+def _display_name(full_name: str) -> str:
+    # Claude shows an MCP tool by its own name with the first letter capitalised ("Observe").
+    short = full_name.rsplit("__", 1)[-1]
+    return short[:1].upper() + short[1:]
