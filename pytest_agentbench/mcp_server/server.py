@@ -1,0 +1,376 @@
+"""Tool calls (AutoMobile names) -> phone actions through the device layer; `build_server()` makes the MCPServer."""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import logging
+import re
+from collections.abc import Callable, Sequence
+from contextlib import asynccontextmanager
+from typing import Annotated, Any, Literal
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from pydantic import Field, ValidationError
+
+from pytest_agentbench import __version__
+from pytest_agentbench.device.adb import Adb
+from pytest_agentbench.mcp_server.config import ServerConfig
+from pytest_agentbench.mcp_server.driver import KEYCODES, Observation, PhoneDriver
+from pytest_agentbench.mcp_server.hub import DeviceHub
+from pytest_agentbench.screen import UiNode, visible_texts
+
+logger = logging.getLogger("agentbench.mcp")
+
+SERVER_NAME = "agentbench"
+INSTRUCTIONS = (
+    "This server drives an Android phone. Call observe to see the foreground app and a numbered list "
+    "of the elements on screen (index, class, text, #id, state, @tap point). Act with tapOn (index from "
+    "the latest list, or exact text, or id), inputText, swipeOn, pressButton, launchApp, terminateApp, "
+    "openLink and homeScreen. Every action answers with the new element list, or says the screen did "
+    "not change, so you rarely need a separate observe. Check a switch's checked/unchecked state before "
+    "tapping it: tapping a switch that is already on turns it off."
+)
+_PACKAGE = re.compile(r"[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)+")
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:\S+")
+_SHOWN_TEXTS = 25
+
+DeviceArg = Annotated[
+    str, Field(description="Serial of the phone to act on (from listDevices); empty means the only or pinned phone")
+]
+Button = Literal[tuple(KEYCODES)]  # type: ignore[valid-type]
+Direction = Literal["up", "down", "left", "right"]
+
+
+class AgentbenchServer(MCPServer):
+    """MCPServer whose argument mistakes come back as one short sentence naming the tool's arguments."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._arguments: dict[str, tuple[str, ...]] = {}
+
+    def register(self, fn: Callable[..., Any]) -> None:
+        """Add a tool: its name, its docstring's line as description, text-only results."""
+        self._arguments[fn.__name__] = tuple(inspect.signature(fn).parameters)
+        self.add_tool(fn, name=fn.__name__, structured_output=False)
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        """Call a tool, rewording argument and wrapper errors into sentences an agent can act on."""
+        expected = self._arguments.get(name)
+        if expected is not None:
+            unknown = sorted(set(arguments) - set(expected))
+            if unknown:
+                raise ToolError(
+                    f"malformed arguments for {name}: unknown argument {', '.join(map(repr, unknown))}; "
+                    f"{name} takes {', '.join(expected) or 'no arguments'}"
+                )
+        try:
+            return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError:
+            raise
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ValidationError):
+                raise ToolError(_validation_sentence(name, cause, expected or ())) from cause
+            if isinstance(cause, ToolError):
+                # Drop the SDK's "Error executing tool X:" prefix: the sentence is the message.
+                raise ToolError(str(cause)) from cause
+            raise
+
+
+def _validation_sentence(name: str, error: ValidationError, expected: Sequence[str]) -> str:
+    problems = []
+    for item in error.errors():
+        where = ".".join(str(part) for part in item["loc"]) or "arguments"
+        got = f" (got {item['input']!r})" if item["type"] != "missing" else ""
+        problems.append(f"{where}: {item['msg'].lower()}{got}")
+    return f"malformed arguments for {name}: {'; '.join(problems)}; {name} takes {', '.join(expected)}"
+
+
+def _describe(node: UiNode) -> str:
+    label = node.text or node.content_desc
+    parts = [node.short_class or "node"]
+    if label:
+        parts.append(f'"{label}"')
+    elif node.resource_id:
+        parts.append("#" + node.short_id)
+    return " ".join(parts)
+
+
+def _pick(matches: list[UiNode], observation: Observation, what: str) -> UiNode:
+    """One node out of several that match: the app's over the system UI's, then the actionable one."""
+    if len(matches) > 1:
+        app_nodes = [node for node in matches if node.package != "com.android.systemui"]
+        matches = app_nodes or matches
+    if len(matches) > 1:
+        actionable = [node for node in matches if node.is_actionable]
+        matches = actionable if len(actionable) == 1 else matches
+    if len({node.center for node in matches}) > 1:
+        indexes = [str(i) for i, el in enumerate(observation.elements) if el.node in matches or
+                   any(node.text in el.texts or node.content_desc in el.texts for node in matches)]
+        raise ToolError(
+            f"{len(matches)} elements match {what} (indexes {', '.join(indexes) or 'unlisted'}); "
+            "tap one of them by index"
+        )
+    return matches[0]
+
+
+def _node_by_text(observation: Observation, text: str) -> UiNode:
+    nodes = observation.screen.nodes
+    matches = [node for node in nodes if text in (node.text, node.content_desc)]
+    if not matches:
+        folded = text.casefold()
+        matches = [node for node in nodes if folded in (node.text.casefold(), node.content_desc.casefold())]
+    if matches:
+        return _pick(matches, observation, f"text '{text}'")
+    shown = visible_texts(observation.elements)
+    close = difflib.get_close_matches(text, shown, n=1, cutoff=0.6)
+    hint = f"; did you mean '{close[0]}'?" if close else ""
+    listing = ", ".join(shown[:_SHOWN_TEXTS]) + (", ..." if len(shown) > _SHOWN_TEXTS else "")
+    raise ToolError(f"no element with text '{text}'{hint}; visible texts: {listing or 'none'}")
+
+
+def _node_by_id(observation: Observation, resource_id: str) -> UiNode:
+    matches = [node for node in observation.screen.nodes
+               if node.resource_id and resource_id in (node.resource_id, node.short_id)]
+    if matches:
+        return _pick(matches, observation, f"id '{resource_id}'")
+    ids = sorted({el.node.short_id for el in observation.elements if el.node.resource_id})
+    raise ToolError(f"no element with id '{resource_id}'; ids on screen: {', '.join(ids) or 'none'}")
+
+
+def _node_by_index(driver: PhoneDriver, index: int) -> UiNode:
+    observation = driver.last
+    if observation is None:
+        raise ToolError(f"no observe has run on {driver.serial} yet; call observe, then use one of its indexes")
+    count = len(observation.elements)
+    if not 0 <= index < count:
+        listed = f"{count} elements (0-{count - 1})" if count else "no elements"
+        raise ToolError(f"index {index} is out of range: the last observe listed {listed}; call observe again")
+    return observation.elements[index].node
+
+
+def _one_target(tool: str, **given: object) -> tuple[str, object] | None:
+    chosen = [(key, value) for key, value in given.items() if value is not None]
+    if len(chosen) > 1:
+        names = " and ".join(key for key, _ in chosen)
+        raise ToolError(f"{tool} takes only one of {', '.join(given)}, but got {names}")
+    return chosen[0] if chosen else None
+
+
+def _target(driver: PhoneDriver, kind: str, value: object) -> tuple[UiNode, Observation]:
+    """The node a tapOn/inputText target names and the observation it was found in."""
+    if kind == "index":
+        before = driver.current()
+        return _node_by_index(driver, int(value)), before  # type: ignore[arg-type]
+    # Text and ids are looked up on the screen as it is now, not as it was at the last observe.
+    before = driver.observe()
+    if kind == "text":
+        return _node_by_text(before, str(value)), before
+    return _node_by_id(before, str(value)), before
+
+
+def _report(driver: PhoneDriver, before: Observation, done: str) -> str:
+    after, changed = driver.after_action(before)
+    if not changed:
+        return f"{done}; the screen did not change"
+    return f"{done}; the screen now shows:\n{after.text}"
+
+
+def build_server(config: ServerConfig | None = None, *, adb: Adb | None = None) -> AgentbenchServer:
+    """Build the built-in Android MCP server.
+
+    Args:
+        config: Settings; read from the environment when None.
+        adb: The device-layer client; one for `config.endpoint` when None.
+
+    Returns:
+        The server, ready for `run("stdio")` or an in-process `mcp.Client`. Its device claims are
+        released when its lifespan ends (the stdio session closes).
+    """
+    config = config if config is not None else ServerConfig.from_environ()
+    hub = DeviceHub(config, adb if adb is not None else Adb(config.endpoint))
+
+    @asynccontextmanager
+    async def lifespan(_server: MCPServer) -> Any:
+        try:
+            yield {}
+        finally:
+            hub.release_all()
+
+    server = AgentbenchServer(
+        SERVER_NAME,
+        instructions=INSTRUCTIONS if config.instructions else None,
+        version=__version__,
+        lifespan=lifespan,
+    )
+    server.hub = hub  # type: ignore[attr-defined]
+
+    async def on_phone(device: str, action: Callable[[PhoneDriver], str]) -> str:
+        return await anyio.to_thread.run_sync(hub.call, device, action)
+
+    async def listDevices() -> str:
+        """List the Android devices this server can drive, one line each: serial and state."""
+        return await anyio.to_thread.run_sync(hub.inventory)
+
+    async def observe(device: DeviceArg = "") -> str:
+        """Show the foreground app/activity and the numbered on-screen elements (index, class, text, #id, state, @tap point)."""
+        return await on_phone(device, lambda driver: driver.observe().text)
+
+    async def tapOn(
+        index: Annotated[int | None, Field(description="Element index from the latest observe")] = None,
+        text: Annotated[str | None, Field(description="Exact visible text or content-desc (case-insensitive as fallback)")] = None,
+        id: Annotated[str | None, Field(description="Resource id, short (add_item) or full (pkg:id/add_item)")] = None,
+        device: DeviceArg = "",
+    ) -> str:
+        """Tap one element, named by exactly one of index, text or id; answers with the new screen."""
+        target = _one_target("tapOn", index=index, text=text, id=id)
+        if target is None:
+            raise ToolError("tapOn needs one of index, text or id; call observe to see the elements")
+
+        def act(driver: PhoneDriver) -> str:
+            node, before = _target(driver, *target)
+            x, y = node.center
+            driver.tap(x, y)
+            return _report(driver, before, f"tapped {_describe(node)} at {x},{y}")
+
+        return await on_phone(device, act)
+
+    async def inputText(
+        text: Annotated[str, Field(description="The text to type")],
+        index: Annotated[int | None, Field(description="Field index from the latest observe (tapped first)")] = None,
+        id: Annotated[str | None, Field(description="Field resource id (tapped first)")] = None,
+        device: DeviceArg = "",
+    ) -> str:
+        """Type text into the focused field, or into the field given by index or id."""
+        if not text:
+            raise ToolError("inputText needs a non-empty text; to clear a field use pressButton delete")
+        target = _one_target("inputText", index=index, id=id)
+
+        def act(driver: PhoneDriver) -> str:
+            if target is None:
+                before = driver.current()
+                if not any(node.focused and node.is_editable for node in before.screen.nodes):
+                    raise ToolError("no text field is focused; pass the index or id of the field to type into")
+                driver.type_text(text)
+                return _report(driver, before, f"typed {text!r} into the focused field")
+            node, before = _target(driver, *target)
+            driver.type_text(text, tap_first=node.center)
+            return _report(driver, before, f"typed {text!r} into {_describe(node)}")
+
+        return await on_phone(device, act)
+
+    async def swipeOn(
+        direction: Annotated[Direction | None, Field(description="Finger direction: up scrolls content down")] = None,
+        fromX: int | None = None,
+        fromY: int | None = None,
+        toX: int | None = None,
+        toY: int | None = None,
+        device: DeviceArg = "",
+    ) -> str:
+        """Swipe the screen in a direction (up/down/left/right), or from (fromX, fromY) to (toX, toY)."""
+        points = (fromX, fromY, toX, toY)
+        if direction is not None and any(p is not None for p in points):
+            raise ToolError("swipeOn takes either direction or fromX/fromY/toX/toY, not both")
+        if direction is None and any(p is None for p in points):
+            raise ToolError("swipeOn needs a direction (up, down, left, right) or all of fromX, fromY, toX, toY")
+
+        def act(driver: PhoneDriver) -> str:
+            before = driver.current()
+            if direction is None:
+                start, end = (fromX, fromY), (toX, toY)
+            else:
+                width, height = before.size
+                middle = (width // 2, height // 2)
+                reach = {"up": (0, -height * 3 // 10), "down": (0, height * 3 // 10),
+                         "left": (-width * 3 // 10, 0), "right": (width * 3 // 10, 0)}[direction]
+                start = (middle[0] - reach[0], middle[1] - reach[1])
+                end = (middle[0] + reach[0], middle[1] + reach[1])
+            driver.swipe(start, end)  # type: ignore[arg-type]
+            return _report(driver, before, f"swiped from {start[0]},{start[1]} to {end[0]},{end[1]}")
+
+        return await on_phone(device, act)
+
+    async def pressButton(
+        button: Annotated[Button, Field(description="Which button to press")],
+        device: DeviceArg = "",
+    ) -> str:
+        """Press a hardware or navigation button: back, home, enter, delete, recent, volume_up, volume_down, power, tab, menu."""
+
+        def act(driver: PhoneDriver) -> str:
+            before = driver.current()
+            driver.key(button)
+            return _report(driver, before, f"pressed {button}")
+
+        return await on_phone(device, act)
+
+    async def launchApp(
+        packageName: Annotated[str, Field(description="Android package name, e.g. com.android.settings")],
+        device: DeviceArg = "",
+    ) -> str:
+        """Start an app's launcher activity by package name."""
+        if not _PACKAGE.fullmatch(packageName):
+            raise ToolError(f"'{packageName}' is not a package name; expected something like com.android.settings")
+
+        def act(driver: PhoneDriver) -> str:
+            before = driver.current()
+            result = driver.launch(packageName)
+            if result.exit_code != 0 or "No activities found" in result.stdout or "aborted" in result.stdout:
+                apps = [p for p in driver.installed_packages() if not p.startswith(("android", "com.android.internal"))]
+                raise ToolError(
+                    f"app '{packageName}' is not installed or has no launcher activity; installed apps: "
+                    f"{', '.join(apps) or 'none'}"
+                )
+            return _report(driver, before, f"launched {packageName}")
+
+        return await on_phone(device, act)
+
+    async def terminateApp(
+        packageName: Annotated[str, Field(description="Android package name to force-stop")],
+        device: DeviceArg = "",
+    ) -> str:
+        """Force-stop an app by package name."""
+        if not _PACKAGE.fullmatch(packageName):
+            raise ToolError(f"'{packageName}' is not a package name; expected something like com.android.settings")
+
+        def act(driver: PhoneDriver) -> str:
+            before = driver.current()
+            driver.force_stop(packageName)
+            return _report(driver, before, f"stopped {packageName}")
+
+        return await on_phone(device, act)
+
+    async def openLink(
+        url: Annotated[str, Field(description="URL or deep link, e.g. https://example.com or myapp://route")],
+        device: DeviceArg = "",
+    ) -> str:
+        """Open a URL or deep link with the app that handles it."""
+        if not _URL.fullmatch(url):
+            raise ToolError(f"'{url}' is not a URL; expected scheme:rest, e.g. https://example.com")
+
+        def act(driver: PhoneDriver) -> str:
+            before = driver.current()
+            result = driver.open_link(url)
+            if result.exit_code != 0 or "Error" in result.stdout:
+                detail = " ".join(result.stdout.split())[-300:]
+                raise ToolError(f"no app could open '{url}': {detail}")
+            return _report(driver, before, f"opened {url}")
+
+        return await on_phone(device, act)
+
+    async def homeScreen(device: DeviceArg = "") -> str:
+        """Go to the home screen (launcher)."""
+
+        def act(driver: PhoneDriver) -> str:
+            before = driver.current()
+            driver.key("home")
+            return _report(driver, before, "went to the home screen")
+
+        return await on_phone(device, act)
+
+    for tool in (listDevices, observe, tapOn, inputText, swipeOn, pressButton, launchApp, terminateApp,
+                 openLink, homeScreen):
+        server.register(tool)
+    return server
