@@ -1,0 +1,260 @@
+"""Tests for transcript.py: real Claude Code transcripts and broken streams -> typed Transcript."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_agentbench.errors import TranscriptError
+from pytest_agentbench.transcript import (
+    McpServerStatus,
+    PermissionDenial,
+    Transcript,
+    parse_file,
+    parse_lines,
+    short_tool_name,
+    tool_result_text,
+)
+
+DATA = Path(__file__).parent / "data" / "claude-code-stream"
+DONE = "Done.\nEXPECTED_COUNT: 3"
+OBSERVED = '{"result":"device dev0: 3 objects seen"}'
+FULL_USAGE = {"input_tokens": 2000, "output_tokens": 100, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+HALF_USAGE = {"input_tokens": 1000, "output_tokens": 50, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+ZERO_USAGE = {"input_tokens": 0, "output_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+WRITE_DENIAL = PermissionDenial(
+    tool_name="Write",
+    tool_use_id="toolu_fake_ffcfc3706ffa416b9f47",
+    tool_input={"file_path": "/tmp/agentbench-example/work/write_not_allowed/denied_write.txt", "content": "x"},
+)
+API_ERROR_TEXT = (
+    "API Error: 500 scripted internal error. This is a server-side issue, usually temporary — try again in a "
+    "moment. If it persists, check your inference gateway (127.0.0.1:8765)."
+)
+
+# file -> (tool calls as (name, is_error, result_text), final_text, result subtype, result is_error,
+#          num_turns, usage, cost, denials, mcp statuses, version, errors, api_error_status, line_count)
+CASES = {
+    "ok_quiet": (
+        [("mcp__dev__observe", False, OBSERVED)], DONE, "success", False, 2, FULL_USAGE, 0.0075, (), "connected",
+        "2.1.197", (), None, 6,
+    ),
+    "ok_v2.1.332": (
+        [("ToolSearch", False, "[tool_reference]\n[tool_reference]"), ("mcp__dev__observe", False, OBSERVED)],
+        DONE, "success", False, 3, {**FULL_USAGE, "input_tokens": 3000, "output_tokens": 150}, 0.01125, (),
+        "connected", "2.1.332", (), None, 8,
+    ),
+    "text_only": ([], DONE, "success", False, 1, HALF_USAGE, 0.00375, (), "connected", "2.1.197", (), None, 3),
+    "thinking": (
+        [("mcp__dev__observe", False, OBSERVED)], DONE, "success", False, 2, FULL_USAGE, 0.0075, (), "connected",
+        "2.1.197", (), None, 11,
+    ),
+    "toolerror": (
+        [("mcp__dev__observe", True, "Error executing tool observe: device 'broken' is not reachable (known: dev0, dev1, dev2)")],
+        DONE, "success", False, 2, FULL_USAGE, 0.0075, (), "connected", "2.1.197", (), None, 6,
+    ),
+    "budget": (
+        [("mcp__dev__observe", False, None)], None, "error_max_budget_usd", True, 1, ZERO_USAGE, 0.00375, (),
+        "connected", "2.1.197", ("Reached maximum budget ($0.0001)",), None, 4,
+    ),
+    "maxturns": (
+        [("mcp__dev__observe", False, OBSERVED)], None, "error_max_turns", True, 2, HALF_USAGE, 0.00375, (),
+        "connected", "2.1.197", ("Reached maximum number of turns (1)",), None, 5,
+    ),
+    "bash_disallowed": (
+        [(
+            "Bash", True,
+            "<tool_use_error>Error: No such tool available: Bash. Bash exists but is not enabled in this context. "
+            "Use one of the available tools instead.</tool_use_error>",
+        )],
+        DONE, "success", False, 2, FULL_USAGE, 0.0075, (), "connected", "2.1.197", (), None, 6,
+    ),
+    "write_not_allowed": (
+        [(
+            "Write", True,
+            "Claude requested permissions to write to /tmp/agentbench-example/work/write_not_allowed/denied_write.txt, "
+            "but you haven't granted it yet.",
+        )],
+        DONE, "success", False, 2, FULL_USAGE, 0.0075, (WRITE_DENIAL,), "connected", "2.1.197", (), None, 6,
+    ),
+    "apierror": ([], API_ERROR_TEXT, "success", True, 1, ZERO_USAGE, 0.0, (), "connected", "2.1.197", (), 500, 4),
+    "mcp_fail": (
+        [("mcp__dev__observe", True, "<tool_use_error>Error: No such tool available: mcp__dev__observe</tool_use_error>")],
+        DONE, "success", False, 2, FULL_USAGE, 0.0075, (), "failed", "2.1.197", (), None, 6,
+    ),
+    "mcp_slow": (
+        [(
+            "mcp__dev__observe", True,
+            "<tool_use_error>Error: No such tool available: mcp__dev__observe. The MCP server 'dev' is still "
+            "connecting. Call WaitForMcpServers to wait for it, then try again.</tool_use_error>",
+        )],
+        DONE, "success", False, 2, FULL_USAGE, 0.0075, (), "pending", "2.1.197", (), None, 6,
+    ),
+    "mcp_slow_blocking": (
+        [("mcp__dev__observe", False, OBSERVED)], DONE, "success", False, 2, FULL_USAGE, 0.0075, (), "connected",
+        "2.1.197", (), None, 6,
+    ),
+}
+
+
+def test_every_reference_transcript_has_a_case():
+    assert {path.stem for path in DATA.glob("*.jsonl")} == set(CASES)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_reference_transcript(name):
+    (calls, final_text, subtype, is_error, num_turns, usage, cost, denials, mcp_status, version, errors,
+     api_status, line_count) = CASES[name]
+    transcript = parse_file(DATA / f"{name}.jsonl")
+
+    assert transcript.unparseable == ()
+    assert transcript.line_count == line_count
+    assert [(call.name, call.is_error, call.result_text) for call in transcript.tool_calls] == calls
+    assert all(call.id.startswith("toolu_") for call in transcript.tool_calls)
+    assert transcript.final_text == final_text
+    assert transcript.init.claude_code_version == version
+    assert transcript.init.mcp_servers == (McpServerStatus("dev", mcp_status),)
+    assert transcript.init.model == "claude-sonnet-4-5"
+    assert transcript.observed_model == "claude-sonnet-4-5"
+    result = transcript.result
+    assert (result.subtype, result.is_error, result.num_turns) == (subtype, is_error, num_turns)
+    assert result.usage == usage
+    assert result.total_cost_usd == pytest.approx(cost)
+    assert result.permission_denials == denials
+    assert result.errors == errors
+    assert result.api_error_status == api_status
+    assert result.result == (final_text if subtype == "success" else None)
+
+
+def test_init_lists_mcp_tools_and_session():
+    init = parse_file(DATA / "ok_quiet.jsonl").init
+    assert init.session_id == "4640149b-acf6-44a5-a36a-dadadc071c4d"
+    assert init.cwd == "/tmp/agentbench-example/work/ok_quiet"
+    assert "mcp__dev__observe" in init.tools and "Bash" not in init.tools
+
+
+def test_tool_call_input_is_kept():
+    call = parse_file(DATA / "ok_quiet.jsonl").tool_calls[0]
+    assert call.input == {"device": "dev0"}
+
+
+INIT = '{"type":"system","subtype":"init","model":"m-init","session_id":"s"}'
+TEXT = '{"type":"assistant","message":{"id":"a","model":"m-run","content":[{"type":"text","text":"hi"}]}}'
+RESULT = '{"type":"result","subtype":"success","is_error":false,"num_turns":1,"result":"hi"}'
+
+
+@pytest.mark.parametrize(
+    "lines, expected",
+    [
+        # (input lines, [(line_number, reason prefix)])
+        ([INIT + "\n", "not json\n", RESULT + "\n"], [(2, "invalid JSON")]),
+        ([INIT + "\n", "[1, 2]\n", RESULT + "\n"], [(2, "a JSON list")]),
+        ([INIT + "\n", '"text"\n', RESULT + "\n"], [(2, "a JSON str")]),
+        ([INIT + "\n", '{"subtype": "init"}\n', RESULT + "\n"], [(2, "an object without a string 'type'")]),
+        ([INIT + "\n", '{"type": 3}\n'], [(2, "an object without a string 'type'")]),
+        ([INIT + "\n", TEXT + "\n", RESULT[:30]], [(3, "truncated last line")]),
+        ([INIT + "\n", "\n", "   \n", RESULT + "\n"], []),
+        ([INIT.encode() + b"\n", b"\xff\xfe\n", RESULT.encode() + b"\n"], [(2, "not UTF-8")]),
+        # Lines without endings (a list from splitlines) are not "truncated": nothing says they were cut.
+        ([INIT, "oops", RESULT], [(2, "invalid JSON")]),
+        ([INIT, RESULT, "oops"], [(3, "invalid JSON")]),
+    ],
+)
+def test_unparseable_lines_are_recorded_not_raised(lines, expected):
+    transcript = parse_lines(lines)
+    assert [line.line_number for line in transcript.unparseable] == [number for number, _ in expected]
+    for line, (_, reason_prefix) in zip(transcript.unparseable, expected):
+        assert line.reason.startswith(reason_prefix), line.reason
+    assert transcript.line_count == len(lines)
+    assert transcript.init is not None
+
+
+def test_unparseable_line_keeps_its_text():
+    transcript = parse_lines([INIT + "\n", "garbage here\n"])
+    assert transcript.unparseable[0].text == "garbage here"
+    assert transcript.unparseable[0].reason.startswith("invalid JSON")
+
+
+def test_observed_model_prefers_assistant_messages_over_init():
+    assert parse_lines([INIT, TEXT, RESULT]).observed_model == "m-run"
+    assert parse_lines([INIT, RESULT]).observed_model == "m-init"
+
+
+def test_synthetic_model_is_not_observed():
+    synthetic = '{"type":"assistant","message":{"id":"x","model":"<synthetic>","content":[{"type":"text","text":"API Error"}]}}'
+    assert parse_lines([INIT, synthetic, RESULT]).observed_model == "m-init"
+
+
+def _assistant(message_id: str, *blocks: dict) -> str:
+    return json.dumps({"type": "assistant", "message": {"id": message_id, "model": "m", "content": list(blocks)}})
+
+
+@pytest.mark.parametrize(
+    "events, final_text",
+    [
+        # The last message is the answer only when it made no tool call.
+        ([_assistant("a", {"type": "text", "text": "Let me look."}), _assistant("a", {"type": "tool_use", "id": "t", "name": "x", "input": {}})], None),
+        ([_assistant("a", {"type": "text", "text": "one"}), _assistant("a", {"type": "text", "text": "two"})], "one\ntwo"),
+        ([_assistant("a", {"type": "text", "text": "old"}), _assistant("b", {"type": "thinking", "thinking": "hm"})], None),
+        ([_assistant("a", {"type": "tool_use", "id": "t", "name": "x", "input": {}}), _assistant("b", {"type": "text", "text": "new"})], "new"),
+        ([], None),
+    ],
+)
+def test_final_text_is_the_last_messages_text(events, final_text):
+    assert parse_lines(events).final_text == final_text
+
+
+def test_tool_result_without_matching_call_is_ignored_and_missing_result_stays_none():
+    call = _assistant("a", {"type": "tool_use", "id": "t1", "name": "mcp__s__observe", "input": {"device": "d"}})
+    stray = json.dumps({"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "zz", "content": "x"}]}})
+    transcript = parse_lines([call, stray])
+    assert [(c.id, c.result_text, c.is_error) for c in transcript.tool_calls] == [("t1", None, False)]
+
+
+@pytest.mark.parametrize(
+    "content, text",
+    [
+        ("plain", "plain"),
+        ([{"type": "text", "text": "a"}, {"type": "text", "text": "b"}], "a\nb"),
+        ([{"type": "tool_reference", "tool_name": "x"}], "[tool_reference]"),
+        (None, ""),
+        ({"weird": 1}, '{"weird": 1}'),
+    ],
+)
+def test_tool_result_text(content, text):
+    assert tool_result_text(content) == text
+
+
+@pytest.mark.parametrize(
+    "name, short",
+    [
+        ("mcp__agentbench__observe", "observe"),
+        ("mcp__auto-mobile__tapOn", "tapOn"),
+        ("Bash", "Bash"),
+        ("mcp__server_only", "mcp__server_only"),
+        ("mcp__srv__", "mcp__srv__"),
+    ],
+)
+def test_short_tool_name(name, short):
+    assert short_tool_name(name) == short
+
+
+def test_parse_file_missing_raises_transcript_error(tmp_path):
+    with pytest.raises(TranscriptError, match="cannot read transcript"):
+        parse_file(tmp_path / "claude.jsonl")
+
+
+def test_parse_lines_reads_a_generator_once():
+    consumed = []
+
+    def lines():
+        for line in (INIT, TEXT, RESULT):
+            consumed.append(line)
+            yield line
+
+    transcript = parse_lines(lines())
+    assert isinstance(transcript, Transcript)
+    assert consumed == [INIT, TEXT, RESULT]
+    assert transcript.result.result == "hi"
