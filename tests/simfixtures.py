@@ -157,6 +157,8 @@ class FakePhone:
     fs: FakeFs = field(default_factory=FakeFs)
     counters: collections.Counter = field(default_factory=collections.Counter)
     command_log: list[str] = field(default_factory=list)
+    # `gate` blocks until the test opens it: a slow command whose end the test controls.
+    gate: threading.Event = field(default_factory=threading.Event)
 
     def shell(self, command: str) -> FakeResult:
         argv = shlex.split(command)
@@ -181,6 +183,9 @@ class FakePhone:
         if name == "sleep":
             time.sleep(float(args[0]))
             return FakeResult(b"", b"", 0)
+        if name == "gate":
+            opened = self.gate.wait(timeout=30)
+            return FakeResult(b"gate opened\n" if opened else b"", b"", 0 if opened else 1)
         if name == "crash":
             raise RuntimeError("the simulated phone tripped over this command")
         return FakeResult(b"", f"/system/bin/sh: {name}: inaccessible or not found\n".encode(), 127)

@@ -302,6 +302,11 @@ class PhoneServer:
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
+    @property
+    def open_streams(self) -> int:
+        """Number of services currently open across all connections (0 once every client is done)."""
+        return sum(len(connection.streams) for connection in list(self._connections))
+
     async def start_serving(self) -> None:
         """Listen on the running loop (for callers with their own loop); sets ``.port``."""
         self._server = await asyncio.start_server(self._accept, self.host, self.port)
