@@ -1,0 +1,315 @@
+"""A run's transcript, process outcome and post-run screen into checks, stumbles, metrics and a verdict.
+
+Pure: no I/O, no clock. Only hard signals decide the verdict; baselines never do.
+
+* `incomplete` (wins over `failed`): the agent timed out, was killed by a signal or exited
+  non-zero, an MCP server was not `connected` in init (or there was no init), the stream has no
+  `result` or an error one (`error_max_budget_usd`, `error_max_turns`, `success` with
+  `is_error` = an API error), or some stream lines did not parse.
+* `failed`: the run completed, but there was no non-error call to a device-aware tool, or an
+  answer check or a screen check failed (a screen that could not be read fails its checks).
+* `passed`: everything else.
+
+Stumbles (tool errors, failure patterns in tool results, permission denials) are reported and
+counted in the metrics, never scored.
+"""
+
+from __future__ import annotations
+
+import json
+import signal as _signal
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from pytest_agentbench.matching import match_answer, screen_includes
+from pytest_agentbench.screen import app_texts
+from pytest_agentbench.transcript import short_tool_name
+
+if TYPE_CHECKING:
+    from pytest_agentbench.screen import UiNode
+    from pytest_agentbench.suite import Suite
+    from pytest_agentbench.transcript import ToolCall, Transcript
+
+VerdictStatus = Literal["passed", "failed", "incomplete"]
+CheckKind = Literal["answer", "screen", "device-use"]
+StumbleKind = Literal["tool-error", "failure-pattern", "permission-denial"]
+
+# Results and replies are quoted in reasons; long ones are cut so a report stays readable.
+_DETAIL_CHARS = 300
+
+
+@dataclass(frozen=True)
+class ProcessOutcome:
+    """How the agent process ended: exit code (None if unknown), timeout, terminating signal."""
+
+    exit_code: int | None
+    timed_out: bool
+    signal: int | None
+    wall_clock_seconds: float
+
+
+@dataclass(frozen=True)
+class ScreenSnapshot:
+    """The post-run dump's nodes, or None with the reason the screen could not be read."""
+
+    nodes: tuple[UiNode, ...] | None
+    unavailable_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Check:
+    """One verify check: what was expected, whether it held, and what was actually seen."""
+
+    kind: CheckKind
+    expected: str
+    passed: bool
+    seen: str
+
+
+@dataclass(frozen=True)
+class Stumble:
+    """A reported, unscored difficulty: an error result, a failure pattern, a permission denial."""
+
+    kind: StumbleKind
+    tool: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The run's verdict and the reasons for it (empty when passed)."""
+
+    status: VerdictStatus
+    reasons: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Audit:
+    """Everything the audit concluded about one run."""
+
+    verdict: Verdict
+    checks: tuple[Check, ...]
+    stumbles: tuple[Stumble, ...]
+    metrics: dict
+    tool_sequence: tuple[str, ...]
+
+
+def _cut(text: str, limit: int = _DETAIL_CHARS) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return _signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def incomplete_reasons(*, suite: Suite, transcript: Transcript, process: ProcessOutcome) -> list[str]:
+    """List why a run did not complete; empty when it did.
+
+    Args:
+        suite: The suite (for its timeout in the message).
+        transcript: The parsed stream.
+        process: How the agent process ended.
+
+    Returns:
+        One sentence per reason, in the order a reader should fix them.
+    """
+    reasons: list[str] = []
+    if process.timed_out:
+        reasons.append(f"the agent timed out after claude.timeoutSeconds={suite.claude.timeout_seconds:g}s")
+    elif process.signal is not None:
+        reasons.append(f"the agent was killed by {_signal_name(process.signal)}")
+    elif process.exit_code is None:
+        reasons.append("the agent's exit status is unknown")
+    elif process.exit_code != 0:
+        reasons.append(f"the agent exited with code {process.exit_code}")
+    init = transcript.init
+    if init is None:
+        reasons.append("the stream has no init event, so the MCP server was never reported connected")
+    elif not init.mcp_servers:
+        reasons.append("the init event lists no MCP server")
+    else:
+        for server in init.mcp_servers:
+            if server.status != "connected":
+                reasons.append(f"MCP server '{server.name}' was {server.status}, not connected")
+    result = transcript.result
+    if result is None:
+        reasons.append("the stream ended without a result event")
+    elif result.subtype != "success":
+        detail = f": {_cut('; '.join(result.errors))}" if result.errors else ""
+        reasons.append(f"the run ended in {result.subtype}{detail}")
+    elif result.is_error:
+        status = f" (HTTP {result.api_error_status})" if result.api_error_status is not None else ""
+        detail = f": {_cut(result.result)}" if result.result else ""
+        reasons.append(f"the run ended in an API error{status}{detail}")
+    if transcript.unparseable:
+        first = transcript.unparseable[0]
+        count = len(transcript.unparseable)
+        reasons.append(
+            f"{count} stream line{'s' if count != 1 else ''} did not parse "
+            f"(first at line {first.line_number}: {first.reason})"
+        )
+    return reasons
+
+
+def device_use_check(tool_calls: Iterable[ToolCall], device_aware_tools: frozenset[str]) -> Check:
+    """Check that at least one device-aware tool call succeeded.
+
+    A call counts only with a tool_result that is not an error; inventory and control tools
+    (`listDevices`, `setToolEnabled`) are not in `device_aware_tools`, so they never count.
+
+    Args:
+        tool_calls: The run's tool calls.
+        device_aware_tools: Full names of tools whose schema takes a `device` string.
+
+    Returns:
+        A `device-use` check whose `seen` lists the device-aware calls and their outcome.
+    """
+    device_calls = [call for call in tool_calls if call.name in device_aware_tools]
+    succeeded = [call for call in device_calls if call.result_text is not None and not call.is_error]
+    if device_calls:
+        outcomes = [
+            f"{short_tool_name(call.name)} ({'no result' if call.result_text is None else 'error' if call.is_error else 'ok'})"
+            for call in device_calls
+        ]
+        seen = ", ".join(outcomes)
+    else:
+        seen = "no call to a device-aware tool"
+    return Check("device-use", "a successful call to a device-aware tool", bool(succeeded), seen)
+
+
+def answer_checks(suite: Suite, transcript: Transcript) -> list[Check]:
+    """Judge `verify.answerIncludes` against the final reply (see `matching.match_answer`)."""
+    reply = transcript.final_text
+    if reply is None and transcript.result is not None:
+        reply = transcript.result.result
+    return [
+        Check("answer", match.expected, match.passed, match.seen)
+        for match in match_answer(reply, suite.verify.answer_includes)
+    ]
+
+
+def screen_checks(suite: Suite, screen: ScreenSnapshot | None) -> list[Check]:
+    """Judge `verify.screenIncludes` against the app's own texts on the post-run screen.
+
+    Only `text` and `content-desc` of nodes in the suite's package count, matched standalone
+    and case-sensitively. A screen that was not captured or not readable fails every check.
+    """
+    expected = suite.verify.screen_includes
+    if not expected:
+        return []
+    if screen is None:
+        return [Check("screen", item, False, "the screen was not captured") for item in expected]
+    if screen.nodes is None:
+        why = screen.unavailable_reason or "the screen could not be read"
+        return [Check("screen", item, False, why) for item in expected]
+    texts = app_texts(screen.nodes, suite.app.package_name)
+    seen = " | ".join(texts) if texts else f"no text from {suite.app.package_name} on screen"
+    return [Check("screen", item, screen_includes(texts, item), seen) for item in expected]
+
+
+def stumbles_of(suite: Suite, transcript: Transcript) -> list[Stumble]:
+    """Collect tool errors, failure-pattern matches and permission denials, in stream order.
+
+    A result that is already an error is one stumble, not also a failure-pattern match. A
+    failure pattern counts unless an `ignoredFailurePatterns` entry occurs in the same result.
+    Patterns are case-sensitive substrings.
+    """
+    found: list[Stumble] = []
+    for call in transcript.tool_calls:
+        tool = short_tool_name(call.name)
+        text = call.result_text or ""
+        if call.is_error:
+            found.append(Stumble("tool-error", tool, _cut(text) or "(empty error result)"))
+            continue
+        if not text or any(ignored in text for ignored in suite.ignored_failure_patterns):
+            continue
+        for pattern in suite.failure_patterns:
+            if pattern and pattern in text:
+                found.append(Stumble("failure-pattern", tool, f"{pattern!r} in result: {_cut(text)}"))
+    if transcript.result is not None:
+        for denial in transcript.result.permission_denials:
+            detail = json.dumps(denial.tool_input, sort_keys=True, ensure_ascii=False)
+            found.append(Stumble("permission-denial", short_tool_name(denial.tool_name), _cut(detail)))
+    return found
+
+
+def metrics_of(
+    transcript: Transcript,
+    process: ProcessOutcome,
+    stumbles: list[Stumble],
+    device_aware_tools: frozenset[str],
+) -> dict:
+    """Build the metrics dict (the keys of a baseline's `metrics` block)."""
+    calls = transcript.tool_calls
+    result = transcript.result
+    usage = result.usage if result is not None else {}
+    return {
+        "toolCalls": len(calls),
+        "mcpCalls": sum(1 for call in calls if call.name.startswith("mcp__")),
+        "deviceAwareCalls": sum(1 for call in calls if call.name in device_aware_tools),
+        "turns": (result.num_turns or 0) if result is not None else 0,
+        "inputTokens": int(usage.get("input_tokens", 0)),
+        "outputTokens": int(usage.get("output_tokens", 0)),
+        "cacheCreationInputTokens": int(usage.get("cache_creation_input_tokens", 0)),
+        "cacheReadInputTokens": int(usage.get("cache_read_input_tokens", 0)),
+        "costUsd": float(result.total_cost_usd or 0.0) if result is not None else 0.0,
+        "wallClockSeconds": round(process.wall_clock_seconds, 3),
+        "stumbles": len(stumbles),
+        "toolCounts": dict(Counter(short_tool_name(call.name) for call in calls)),
+    }
+
+
+def _failed_reason(check: Check) -> str:
+    if check.kind == "device-use":
+        return f"no successful call to a device-aware tool ({check.seen})"
+    if check.kind == "answer":
+        return f"answer check failed: expected {check.expected!r}; the reply ended with: {_cut(check.seen)}"
+    return f"screen check failed: expected {check.expected!r}; app texts on screen: {_cut(check.seen)}"
+
+
+def audit_run(
+    *,
+    suite: Suite,
+    transcript: Transcript,
+    process: ProcessOutcome,
+    screen: ScreenSnapshot | None,
+    device_aware_tools: frozenset[str],
+) -> Audit:
+    """Audit one run from hard signals only.
+
+    Args:
+        suite: The suite that ran.
+        transcript: The parsed stream-json transcript.
+        process: How the agent process ended.
+        screen: The post-run dump (None when the suite has no screen checks or none was taken).
+        device_aware_tools: Full tool names whose input schema has a string `device` property.
+
+    Returns:
+        The verdict, every check (device use, answers, screen), stumbles, metrics and the
+        tool sequence (short names). `incomplete` reasons win over failed checks.
+    """
+    checks = [
+        device_use_check(transcript.tool_calls, device_aware_tools),
+        *answer_checks(suite, transcript),
+        *screen_checks(suite, screen),
+    ]
+    stumbles = stumbles_of(suite, transcript)
+    incomplete = incomplete_reasons(suite=suite, transcript=transcript, process=process)
+    if incomplete:
+        verdict = Verdict("incomplete", tuple(incomplete))
+    else:
+        failed = [_failed_reason(check) for check in checks if not check.passed]
+        verdict = Verdict("failed", tuple(failed)) if failed else Verdict("passed", ())
+    return Audit(
+        verdict=verdict,
+        checks=tuple(checks),
+        stumbles=tuple(stumbles),
+        metrics=metrics_of(transcript, process, stumbles, device_aware_tools),
+        tool_sequence=tuple(short_tool_name(call.name) for call in transcript.tool_calls),
+    )

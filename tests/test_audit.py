@@ -1,0 +1,488 @@
+"""Tests for the verdict rules, checks, stumbles and metrics (audit.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+import signal
+from pathlib import Path
+
+import pytest
+
+from pytest_agentbench.audit import ProcessOutcome, ScreenSnapshot, audit_run
+from pytest_agentbench.screen import UiNode
+from pytest_agentbench.suite import AppSpec, ClaudeSpec, PreflightSpec, Suite, VerifySpec
+from pytest_agentbench.transcript import (
+    InitEvent,
+    McpServerStatus,
+    PermissionDenial,
+    ResultEvent,
+    ToolCall,
+    Transcript,
+    UnparseableLine,
+)
+
+APP = "dev.agentbench.counter"
+OBSERVE = "mcp__agentbench__observe"
+TAP = "mcp__agentbench__tapOn"
+LIST_DEVICES = "mcp__agentbench__listDevices"
+SET_TOOL_ENABLED = "mcp__agentbench__setToolEnabled"
+DEVICE_AWARE = frozenset({OBSERVE, TAP})
+REPLY = "I added three items.\nEXPECTED_COUNT: 3"
+
+
+def make_suite(
+    *,
+    answer_includes: tuple[str, ...] = ("EXPECTED_COUNT: 3",),
+    screen_includes: tuple[str, ...] = ("Expected count: 3",),
+    failure_patterns: tuple[str, ...] = (),
+    ignored_failure_patterns: tuple[str, ...] = (),
+) -> Suite:
+    return Suite(
+        path=Path("/suites/counter.yml"),
+        name="counter",
+        line=0,
+        platform="android",
+        prompt_path=Path("/prompts/counter.txt"),
+        prompt_text="Add three items.",
+        app=AppSpec(package_name=APP, apk_path=None),
+        preflight=PreflightSpec(
+            clear_app_data=True, shared_preferences={}, launch_uri=None, settle_seconds=0.0, start_screen_includes=()
+        ),
+        claude=ClaudeSpec(
+            model=None,
+            append_system_prompt=None,
+            allowed_tools=None,
+            disallowed_tools=(),
+            max_budget_usd=None,
+            timeout_seconds=600,
+        ),
+        verify=VerifySpec(answer_includes=answer_includes, screen_includes=screen_includes),
+        failure_patterns=failure_patterns,
+        ignored_failure_patterns=ignored_failure_patterns,
+        baseline=None,
+        baseline_tool_sequence=(),
+        raw={},
+    )
+
+
+def node(text: str = "", *, content_desc: str = "", package: str = APP, resource_id: str = "") -> UiNode:
+    return UiNode(
+        index=0,
+        text=text,
+        content_desc=content_desc,
+        resource_id=resource_id,
+        class_name="android.widget.TextView",
+        package=package,
+        checkable=False,
+        checked=False,
+        clickable=False,
+        enabled=True,
+        focusable=False,
+        focused=False,
+        scrollable=False,
+        long_clickable=False,
+        selected=False,
+        password=False,
+        bounds=(0, 0, 100, 50),
+    )
+
+
+def call(name: str = OBSERVE, result: str | None = "3 items", *, is_error: bool = False, id: str = "t1") -> ToolCall:
+    return ToolCall(id=id, name=name, input={"device": "emulator-5554"}, result_text=result, is_error=is_error)
+
+
+def result_event(
+    subtype: str = "success",
+    *,
+    is_error: bool = False,
+    result: str | None = REPLY,
+    api_error_status: int | None = None,
+    errors: tuple[str, ...] = (),
+    denials: tuple[PermissionDenial, ...] = (),
+) -> ResultEvent:
+    return ResultEvent(
+        subtype=subtype,
+        is_error=is_error,
+        num_turns=4,
+        result=result,
+        total_cost_usd=0.0123,
+        usage={
+            "input_tokens": 1200,
+            "output_tokens": 80,
+            "cache_creation_input_tokens": 300,
+            "cache_read_input_tokens": 900,
+        },
+        duration_ms=4200,
+        api_error_status=api_error_status,
+        permission_denials=denials,
+        errors=errors,
+    )
+
+
+def init_event(*statuses: tuple[str, str]) -> InitEvent:
+    servers = statuses or (("agentbench", "connected"),)
+    return InitEvent(
+        session_id="s1",
+        model="claude-sonnet-4-5",
+        claude_code_version="2.1.197",
+        cwd="/tmp/run",
+        tools=(OBSERVE, TAP, LIST_DEVICES),
+        mcp_servers=tuple(McpServerStatus(name, status) for name, status in servers),
+    )
+
+
+def transcript(**changes: object) -> Transcript:
+    base = Transcript(
+        init=init_event(),
+        tool_calls=(call(OBSERVE, id="t1"), call(TAP, "tapped", id="t2"), call(OBSERVE, "Expected count: 3", id="t3")),
+        final_text=REPLY,
+        result=result_event(),
+        unparseable=(),
+        line_count=9,
+        observed_model="claude-sonnet-4-5",
+    )
+    return dataclasses.replace(base, **changes)
+
+
+OK_PROCESS = ProcessOutcome(exit_code=0, timed_out=False, signal=None, wall_clock_seconds=4.25)
+GOOD_SCREEN = ScreenSnapshot(nodes=(node("Counter"), node("Expected count: 3")), unavailable_reason=None)
+
+
+def run_audit(
+    *,
+    suite: Suite | None = None,
+    stream: Transcript | None = None,
+    process: ProcessOutcome = OK_PROCESS,
+    screen: ScreenSnapshot | None = GOOD_SCREEN,
+):
+    return audit_run(
+        suite=suite or make_suite(),
+        transcript=stream or transcript(),
+        process=process,
+        screen=screen,
+        device_aware_tools=DEVICE_AWARE,
+    )
+
+
+def test_a_clean_run_passes_with_every_check_recorded() -> None:
+    audit = run_audit()
+    assert audit.verdict.status == "passed"
+    assert audit.verdict.reasons == ()
+    assert [(c.kind, c.passed) for c in audit.checks] == [("device-use", True), ("answer", True), ("screen", True)]
+    screen_check = audit.checks[2]
+    assert screen_check.expected == "Expected count: 3"
+    assert screen_check.seen == "Counter | Expected count: 3"
+
+
+@pytest.mark.parametrize(
+    ("process", "reason"),
+    [
+        (ProcessOutcome(exit_code=None, timed_out=True, signal=None, wall_clock_seconds=600), "timed out after claude.timeoutSeconds=600s"),
+        (ProcessOutcome(exit_code=1, timed_out=False, signal=None, wall_clock_seconds=3), "exited with code 1"),
+        (ProcessOutcome(exit_code=None, timed_out=False, signal=signal.SIGKILL, wall_clock_seconds=3), "killed by SIGKILL"),
+        (ProcessOutcome(exit_code=-9, timed_out=False, signal=9, wall_clock_seconds=3), "killed by SIGKILL"),
+        (ProcessOutcome(exit_code=None, timed_out=False, signal=None, wall_clock_seconds=3), "exit status is unknown"),
+    ],
+    ids=[
+        "a timeout is incomplete",
+        "a non-zero exit is incomplete",
+        "a kill by signal is incomplete",
+        "a kill by signal with a negative exit code names the signal",
+        "an unknown exit status is incomplete",
+    ],
+)
+def test_process_problems_make_the_run_incomplete(process: ProcessOutcome, reason: str) -> None:
+    audit = run_audit(process=process)
+    assert audit.verdict.status == "incomplete"
+    assert any(reason in r for r in audit.verdict.reasons), audit.verdict.reasons
+
+
+@pytest.mark.parametrize(
+    ("init", "reason"),
+    [
+        (None, "no init event"),
+        (init_event(("agentbench", "failed")), "MCP server 'agentbench' was failed, not connected"),
+        (init_event(("agentbench", "pending")), "MCP server 'agentbench' was pending, not connected"),
+        (init_event(("agentbench", "connected"), ("other", "failed")), "MCP server 'other' was failed"),
+        (dataclasses.replace(init_event(), mcp_servers=()), "lists no MCP server"),
+    ],
+    ids=[
+        "a stream without init is incomplete",
+        "a failed MCP server is incomplete",
+        "a pending MCP server is incomplete",
+        "every MCP server must be connected",
+        "an init without MCP servers is incomplete",
+    ],
+)
+def test_mcp_not_connected_makes_the_run_incomplete(init: InitEvent | None, reason: str) -> None:
+    audit = run_audit(stream=transcript(init=init))
+    assert audit.verdict.status == "incomplete"
+    assert any(reason in r for r in audit.verdict.reasons), audit.verdict.reasons
+
+
+@pytest.mark.parametrize(
+    ("result", "reason"),
+    [
+        (None, "ended without a result event"),
+        (result_event("error_max_budget_usd", is_error=True, result=None, errors=("Reached maximum budget ($0.0001)",)),
+         "ended in error_max_budget_usd: Reached maximum budget"),
+        (result_event("error_max_turns", is_error=True, result=None), "ended in error_max_turns"),
+        (result_event(is_error=True, result="API Error: 500 Internal Server Error", api_error_status=500),
+         "API error (HTTP 500): API Error: 500"),
+        (result_event(is_error=True, result="Credit balance is too low"), "API error: Credit balance is too low"),
+    ],
+    ids=[
+        "a missing result is incomplete",
+        "a budget stop is incomplete",
+        "a turn limit is incomplete",
+        "success with is_error is an API error",
+        "an API error without a status is still incomplete",
+    ],
+)
+def test_a_missing_or_error_result_makes_the_run_incomplete(result: ResultEvent | None, reason: str) -> None:
+    audit = run_audit(stream=transcript(result=result))
+    assert audit.verdict.status == "incomplete"
+    assert any(reason in r for r in audit.verdict.reasons), audit.verdict.reasons
+
+
+@pytest.mark.parametrize(
+    "unparseable",
+    [
+        (UnparseableLine(3, '{"type": "assist', "invalid JSON"),),
+        (UnparseableLine(2, "garbage", "invalid JSON"), UnparseableLine(7, "[]", "not a JSON object")),
+    ],
+    ids=["one truncated line is incomplete", "several garbage lines are incomplete"],
+)
+def test_unparseable_lines_make_the_run_incomplete(unparseable: tuple[UnparseableLine, ...]) -> None:
+    audit = run_audit(stream=transcript(unparseable=unparseable))
+    assert audit.verdict.status == "incomplete"
+    first = unparseable[0]
+    count = len(unparseable)
+    assert f"{count} stream line{'s' if count > 1 else ''} did not parse (first at line {first.line_number}" in audit.verdict.reasons[0]
+
+
+def test_incomplete_wins_over_failed_checks() -> None:
+    audit = run_audit(
+        stream=transcript(final_text="no idea", result=None, tool_calls=()),
+        screen=ScreenSnapshot(nodes=(), unavailable_reason=None),
+    )
+    assert audit.verdict.status == "incomplete"
+    assert audit.verdict.reasons == ("the stream ended without a result event",)
+    assert not any(c.passed for c in audit.checks), "failed checks are still recorded for the report"
+
+
+@pytest.mark.parametrize(
+    ("calls", "device_used", "seen"),
+    [
+        ((call(OBSERVE),), True, "observe (ok)"),
+        ((call(OBSERVE, "device offline", is_error=True), call(TAP, "tapped", id="t2")), True, "observe (error), tapOn (ok)"),
+        ((call(LIST_DEVICES, "emulator-5554"), call(SET_TOOL_ENABLED, "ok", id="t2")), False, "no call to a device-aware tool"),
+        ((call(OBSERVE, "device offline", is_error=True),), False, "observe (error)"),
+        ((call(OBSERVE, None),), False, "observe (no result)"),
+        ((), False, "no call to a device-aware tool"),
+    ],
+    ids=[
+        "one successful device-aware call is enough",
+        "an error then a success counts",
+        "listDevices and setToolEnabled do not count",
+        "an error result does not count",
+        "a call without a result does not count",
+        "no tool call at all fails",
+    ],
+)
+def test_device_use_rule(calls: tuple[ToolCall, ...], device_used: bool, seen: str) -> None:
+    audit = run_audit(stream=transcript(tool_calls=calls))
+    check = audit.checks[0]
+    assert (check.kind, check.passed, check.seen) == ("device-use", device_used, seen)
+    assert audit.verdict.status == ("passed" if device_used else "failed")
+    if not device_used:
+        assert audit.verdict.reasons == (f"no successful call to a device-aware tool ({seen})",)
+
+
+@pytest.mark.parametrize(
+    ("reply", "status"),
+    [
+        ("Done.\nEXPECTED_COUNT: 3", "passed"),
+        ("Done.\nEXPECTED_COUNT: 30", "failed"),
+        ("Done.\nEXPECTED_COUNT: 3.5", "failed"),
+        ("Done.\nEXPECTED_COUNT: 3,000", "failed"),
+        ("EXPECTED_COUNT: 3\nI could not verify this on the device.", "failed"),
+        ("Done.\nexpected_count: `3`.", "passed"),
+    ],
+    ids=[
+        "the expected final line passes",
+        "a different count fails",
+        "a decimal fails",
+        "a thousands separator fails",
+        "a disclaimer after the line fails",
+        "case, backticks and a trailing period are ignored",
+    ],
+)
+def test_answer_rule_decides_the_verdict(reply: str, status: str) -> None:
+    audit = run_audit(stream=transcript(final_text=reply))
+    assert audit.verdict.status == status
+    answer = audit.checks[1]
+    assert answer.kind == "answer" and answer.expected == "EXPECTED_COUNT: 3"
+    assert answer.seen.endswith(reply.splitlines()[-1])
+    if status == "failed":
+        assert audit.verdict.reasons[0].startswith("answer check failed: expected 'EXPECTED_COUNT: 3'; the reply ended with:")
+
+
+def test_answer_falls_back_to_the_result_text() -> None:
+    audit = run_audit(stream=transcript(final_text=None))
+    assert audit.checks[1].passed
+
+
+def test_answer_check_in_japanese_needs_a_standalone_word() -> None:
+    suite = make_suite(answer_includes=("完了",))
+    assert run_audit(suite=suite, stream=transcript(final_text="状態: 完了")).verdict.status == "passed"
+    assert run_audit(suite=suite, stream=transcript(final_text="状態: 未完了")).verdict.status == "failed"
+
+
+@pytest.mark.parametrize(
+    ("nodes", "passed"),
+    [
+        ((node("Expected count: 3"),), True),
+        ((node(content_desc="Expected count: 3"),), True),
+        ((node("Expected count: 3", package="com.android.systemui"),), False),
+        ((node(resource_id="Expected count: 3"),), False),
+        ((node("expected count: 3"),), False),
+        ((node("Expected count: 30"),), False),
+        ((), False),
+    ],
+    ids=[
+        "the app's text passes",
+        "the app's content-desc passes",
+        "another package's window does not count",
+        "a resource id does not count",
+        "the screen is case-sensitive",
+        "a longer number fails",
+        "an empty screen fails",
+    ],
+)
+def test_screen_rule(nodes: tuple[UiNode, ...], passed: bool) -> None:
+    audit = run_audit(screen=ScreenSnapshot(nodes=nodes, unavailable_reason=None))
+    screen = audit.checks[2]
+    assert (screen.kind, screen.passed) == ("screen", passed)
+    assert audit.verdict.status == ("passed" if passed else "failed")
+    if not passed:
+        assert audit.verdict.reasons[0].startswith("screen check failed: expected 'Expected count: 3'; app texts on screen:")
+
+
+def test_failed_screen_check_shows_the_app_texts_that_were_on_screen() -> None:
+    nodes = (node("Counter"), node("Expected count: 2"), node("12:00", package="com.android.systemui"))
+    audit = run_audit(screen=ScreenSnapshot(nodes=nodes, unavailable_reason=None))
+    assert audit.checks[2].seen == "Counter | Expected count: 2"
+
+
+@pytest.mark.parametrize(
+    ("screen", "seen"),
+    [
+        (ScreenSnapshot(nodes=None, unavailable_reason="another session claimed the device during the run"),
+         "another session claimed the device during the run"),
+        (ScreenSnapshot(nodes=None, unavailable_reason=None), "the screen could not be read"),
+        (None, "the screen was not captured"),
+    ],
+    ids=[
+        "a screen not read because someone else claimed the device fails",
+        "an unreadable screen fails",
+        "a missing screen fails a suite with screen checks",
+    ],
+)
+def test_unavailable_screen_fails_the_screen_check(screen: ScreenSnapshot | None, seen: str) -> None:
+    audit = run_audit(screen=screen)
+    assert audit.verdict.status == "failed"
+    assert audit.checks[2].seen == seen
+    assert seen in audit.verdict.reasons[0]
+
+
+def test_suite_without_screen_checks_needs_no_screen() -> None:
+    audit = run_audit(suite=make_suite(screen_includes=()), screen=None)
+    assert audit.verdict.status == "passed"
+    assert [c.kind for c in audit.checks] == ["device-use", "answer"]
+
+
+def test_every_failed_check_is_a_reason() -> None:
+    audit = run_audit(
+        stream=transcript(tool_calls=(call(LIST_DEVICES),), final_text="EXPECTED_COUNT: 4"),
+        screen=ScreenSnapshot(nodes=(node("Expected count: 4"),), unavailable_reason=None),
+    )
+    assert audit.verdict.status == "failed"
+    assert [r.split(" ")[0] for r in audit.verdict.reasons] == ["no", "answer", "screen"]
+
+
+@pytest.mark.parametrize(
+    ("calls", "patterns", "ignored", "denials", "stumbles"),
+    [
+        ((call(OBSERVE, "device offline", is_error=True), call(OBSERVE, "ok", id="t2")), (), (), (),
+         [("tool-error", "observe", "device offline")]),
+        ((call(OBSERVE, "Element not found: Save"),), ("not found",), (), (),
+         [("failure-pattern", "observe", "'not found' in result: Element not found: Save")]),
+        ((call(OBSERVE, "Element not found: Save"),), ("not found",), ("Save",), (), []),
+        ((call(OBSERVE, "Element NOT FOUND"),), ("not found",), (), (), []),
+        ((call(OBSERVE, "boom: not found", is_error=True),), ("not found",), (), (),
+         [("tool-error", "observe", "boom: not found")]),
+        ((call(OBSERVE),), (), (), (PermissionDenial("Write", "toolu_1", {"file_path": "/tmp/x"}),),
+         [("permission-denial", "Write", '{"file_path": "/tmp/x"}')]),
+    ],
+    ids=[
+        "an error result is a stumble",
+        "a failure pattern in a result is a stumble",
+        "an ignored pattern in the same result cancels it",
+        "failure patterns are case-sensitive",
+        "an error result is one stumble, not also a pattern match",
+        "a permission denial is a stumble",
+    ],
+)
+def test_stumbles_are_reported_but_never_scored(calls, patterns, ignored, denials, stumbles) -> None:
+    suite = make_suite(failure_patterns=patterns, ignored_failure_patterns=ignored)
+    stream = transcript(tool_calls=calls, result=result_event(denials=denials))
+    audit = run_audit(suite=suite, stream=stream)
+    assert [(s.kind, s.tool, s.detail) for s in audit.stumbles] == stumbles
+    assert audit.metrics["stumbles"] == len(stumbles)
+    expected_status = "passed" if any(c.name == OBSERVE and not c.is_error for c in calls) else "failed"
+    assert audit.verdict.status == expected_status
+
+
+def test_metrics_and_tool_sequence() -> None:
+    calls = (
+        call(LIST_DEVICES, "emulator-5554", id="t0"),
+        call(OBSERVE, id="t1"),
+        call(TAP, "no such element", is_error=True, id="t2"),
+        call(OBSERVE, id="t3"),
+        call("ToolSearch", "found", id="t4"),
+    )
+    audit = run_audit(stream=transcript(tool_calls=calls))
+    assert audit.metrics == {
+        "toolCalls": 5,
+        "mcpCalls": 4,
+        "deviceAwareCalls": 3,
+        "turns": 4,
+        "inputTokens": 1200,
+        "outputTokens": 80,
+        "cacheCreationInputTokens": 300,
+        "cacheReadInputTokens": 900,
+        "costUsd": 0.0123,
+        "wallClockSeconds": 4.25,
+        "stumbles": 1,
+        "toolCounts": {"listDevices": 1, "observe": 2, "tapOn": 1, "ToolSearch": 1},
+    }
+    assert audit.tool_sequence == ("listDevices", "observe", "tapOn", "observe", "ToolSearch")
+
+
+def test_metrics_of_a_run_without_result_are_zero() -> None:
+    audit = run_audit(stream=transcript(result=None, tool_calls=()))
+    assert {k: audit.metrics[k] for k in ("turns", "inputTokens", "costUsd", "toolCalls")} == {
+        "turns": 0,
+        "inputTokens": 0,
+        "costUsd": 0.0,
+        "toolCalls": 0,
+    }
+
+
+def test_audit_values_are_frozen() -> None:
+    audit = run_audit()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        audit.verdict = None  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        audit.checks[0].passed = False  # type: ignore[misc]
