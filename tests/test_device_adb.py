@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 import socket
 import struct
@@ -25,7 +26,7 @@ from pytest_agentbench.device.adb import (
 from pytest_agentbench.device.shellscript import Script, as_script, quote, sh
 from pytest_agentbench.errors import DeviceError, DeviceLost, DeviceUnavailable
 
-from adbserver import free_port, private_adb_server  # noqa: F401  (fixture)
+from adbserver import free_port, module_adb_server, private_adb_server  # noqa: F401  (fixtures)
 
 # ---------------------------------------------------------------- endpoint
 
@@ -455,3 +456,141 @@ def test_server_dying_is_device_lost(private_adb_server):
     private_adb_server.stop()
     with pytest.raises(DeviceLost):
         adb.devices()
+
+
+# ---------------------------------------------------------------- a simulated phone behind the real adb server
+
+
+@pytest.fixture(scope="module")
+def sim(module_adb_server):
+    pytest.importorskip("pytest_agentbench.sim.phone", reason="the simulated Android (sim/phone.py) is not there yet")
+    from pytest_agentbench.sim.fleet import SimFleet
+
+    with SimFleet(count=1, adb=module_adb_server.client()) as fleet:
+        yield fleet
+
+
+@pytest.fixture
+def adb(sim):
+    # A fresh client per test, so round_trips counts only that test's calls.
+    return Adb(sim.adb.endpoint)
+
+
+def test_sim_listed_as_device_with_banner(sim, adb):
+    (info,) = [info for info in adb.devices() if info.serial == sim.serials[0]]
+    assert info.state == "device"
+    assert info.model == sim.phones[0].banner_props["ro.product.model"].replace(" ", "_")
+
+
+@pytest.mark.parametrize(
+    ("args", "exit_code"),
+    [(["true"], 0), (["false"], 1), (["nosuchcmd"], 127), (Script.join([["false"], ["true"]], sep="||"), 0)],
+)
+def test_shell_exit_status(sim, adb, args, exit_code):
+    assert adb.shell(sim.serials[0], args, check=False).exit_code == exit_code
+
+
+def test_shell_check_raises_with_command_and_output(sim, adb):
+    with pytest.raises(DeviceError) as raised:
+        adb.shell(sim.serials[0], ["nosuchcmd", "arg one"])
+    assert raised.value.exit_code == 127
+    assert raised.value.command == "nosuchcmd 'arg one'"
+    assert "nosuchcmd" in raised.value.output
+
+
+def test_shell_output_without_trailing_newline(sim, adb):
+    serial = sim.serials[0]
+    adb.push(serial, b"no newline at the end", "/data/local/tmp/nonl.txt")
+    result = adb.shell(serial, ["cat", "/data/local/tmp/nonl.txt"])
+    assert (result.stdout, result.exit_code) == ("no newline at the end", 0)
+
+
+@pytest.mark.parametrize("value", [v for v in HOSTILE_VALUES if "\n" not in v])
+def test_hostile_values_reach_the_device_literally(sim, adb, value):
+    serial = sim.serials[0]
+    phone = sim.phones[0]
+    target = "/data/local/tmp/quoted value.txt"
+    adb.shell(serial, Script.join([sh("rm", "-f", "/data/local/tmp/pwned"), sh("echo", value).stdout_to(target)]))
+    assert adb.pull(serial, target) == (value + "\n").encode()
+    assert adb.shell(serial, ["echo", value]).stdout == value + "\n"
+    # Had the shell run `$(touch ...)` or split on `;`, the side effect would be on the phone.
+    assert phone.fs.stat("/data/local/tmp/pwned") is None
+
+
+def test_exec_out_returns_raw_bytes(sim, adb):
+    serial = sim.serials[0]
+    payload = bytes(range(256)) * 4 + b"\r\n\x00end"
+    adb.push(serial, payload, "/data/local/tmp/raw.bin")
+    assert adb.exec_out(serial, ["cat", "/data/local/tmp/raw.bin"]) == payload
+    assert adb.exec_out(serial, ["screencap", "-p"]).startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_push_pull_3mb_identical_and_stat(sim, adb):
+    serial = sim.serials[0]
+    payload = os.urandom(3 * 1024 * 1024)
+    adb.push(serial, payload, "/sdcard/big.bin", mode=0o600)
+    assert adb.pull(serial, "/sdcard/big.bin") == payload
+    stat = adb.stat(serial, "/sdcard/big.bin")
+    assert stat is not None and stat.size == len(payload)
+    assert adb.stat(serial, "/sdcard/missing.bin") is None
+    with pytest.raises(DeviceError):
+        adb.pull(serial, "/sdcard/missing.bin")
+
+
+def test_round_trips_count_each_command(sim, adb):
+    serial = sim.serials[0]
+    adb.shell(serial, Script.join([["true"], ["true"], ["true"]], sep="&&"))
+    adb.exec_out(serial, ["true"])
+    assert adb.round_trips == 2
+
+
+def test_twenty_parallel_shell_calls(sim, adb):
+    serial = sim.serials[0]
+    results: dict[int, str] = {}
+    errors: list[BaseException] = []
+
+    def call(index: int) -> None:
+        try:
+            results[index] = adb.shell(serial, ["echo", f"call {index}"]).stdout
+        except BaseException as exc:  # collected for the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=call, args=(index,)) for index in range(20)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert errors == []
+    assert results == {index: f"call {index}\n" for index in range(20)}
+    assert adb.round_trips == 20
+
+
+def test_phone_stopped_during_a_call_is_device_lost(private_adb_server):
+    pytest.importorskip("pytest_agentbench.sim.phone", reason="the simulated Android (sim/phone.py) is not there yet")
+    from pytest_agentbench.sim.fleet import SimFleet
+
+    adb = private_adb_server.client()
+    with SimFleet(count=1, adb=adb) as fleet:
+        serial = fleet.serials[0]
+        adb.shell(serial, ["true"])
+        # Every reply now waits 3 s, so the call below is in flight when the phone goes away.
+        fleet.servers[0].latency_ms = 3000
+        threading.Timer(0.5, fleet.servers[0].stop).start()
+        started = time.monotonic()
+        with pytest.raises(DeviceLost):
+            adb.shell(serial, ["getprop", "ro.build.version.sdk"], timeout_s=60)
+        assert time.monotonic() - started < 15  # hang detector, not a performance bound
+
+
+def test_adb_server_killed_during_a_call_is_device_lost(private_adb_server):
+    pytest.importorskip("pytest_agentbench.sim.phone", reason="the simulated Android (sim/phone.py) is not there yet")
+    from pytest_agentbench.sim.fleet import SimFleet
+
+    adb = private_adb_server.client()
+    with SimFleet(count=1, adb=adb) as fleet:
+        fleet.servers[0].latency_ms = 3000
+        threading.Timer(0.5, private_adb_server.stop).start()
+        started = time.monotonic()
+        with pytest.raises(DeviceLost):
+            adb.pull(fleet.serials[0], "/system/build.prop", timeout_s=60)
+        assert time.monotonic() - started < 15
