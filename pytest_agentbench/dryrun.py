@@ -1,0 +1,46 @@
+"""Suite + options + server profile -> the dry-run text: what a run would start, with nothing started."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from pytest_agentbench.invocation import build_invocation
+from pytest_agentbench.options import AgentbenchOptions
+from pytest_agentbench.servers import ServerProfile
+from pytest_agentbench.suite import Suite
+
+SECTION = "agentbench dry run"
+RUN_ID_PLACEHOLDER = "<timestamp>-<id>"
+SERIAL_PLACEHOLDER = "<serial>"
+
+
+def dry_run_text(suite: Suite, *, options: AgentbenchOptions, profile: ServerProfile, environ: Mapping[str, str]) -> str:
+    """Describe the run a suite would start, touching no file, device or process.
+
+    Args:
+        suite: A validated suite.
+        options: The session's options.
+        profile: The configured MCP server profile.
+        environ: The environment the agent would inherit.
+
+    Returns:
+        argv (shell-quoted), environment changes (secrets masked) and the MCP config, with
+        placeholders for the run directory (under ``--agentbench-output``) and, without
+        ``--device``, the serial.
+    """
+    run_dir = options.output / suite.name / RUN_ID_PLACEHOLDER
+    # tempfile.gettempdir() would probe the disk; a dry run only says where the workdir would go.
+    workdir = Path(environ.get("TMPDIR") or "/tmp") / f"agentbench-{RUN_ID_PLACEHOLDER}"
+    serial = options.device or SERIAL_PLACEHOLDER
+    invocation = build_invocation(
+        suite, options=options, profile=profile, run_dir=run_dir, workdir=workdir, serial=serial, environ=environ,
+    )
+    header = f"suite: {suite.name} ({suite.path})\nserver: {profile.name} (pinnable: {'yes' if profile.pinnable else 'no'})"
+    return header + "\n" + invocation.describe()
+
+
+def current_environ() -> dict[str, str]:
+    """Snapshot the process environment (one place, so tests can see what a dry run reads)."""
+    return dict(os.environ)

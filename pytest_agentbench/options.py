@@ -1,0 +1,117 @@
+"""Command line and ini settings -> AgentbenchOptions, read once (cmdline > ini > default)."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+DEFAULT_OUTPUT = "scratch/agent-benchmarks"
+DEFAULT_CLAUDE = "claude"
+DEFAULT_SERVER = "agentbench"
+DEFAULT_SUITE_DIRS = ("suites",)
+
+# Help texts start with a capital letter and, when a single phrase, end without a period.
+
+
+def _non_empty(what: str):
+    def parse(value: str) -> str:
+        if not value.strip():
+            raise argparse.ArgumentTypeError(f"Invalid {what} {value!r}: expected a non-empty value")
+        return value
+
+    parse.__name__ = what
+    return parse
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """Register the plugin's options and ini settings in one ``agentbench`` group.
+
+    Args:
+        parser: pytest's parser (from ``pytest_addoption``).
+    """
+    group = parser.getgroup("agentbench", "agent benchmarks on Android devices (pytest-agentbench)")
+    group.addoption(
+        "--device", dest="agentbench_device", metavar="SERIAL", type=_non_empty("device serial"), default=None,
+        help="Device to benchmark on: an adb serial, or sim / sim:N for simulated phones",
+    )
+    group.addoption(
+        "--model", dest="agentbench_model", metavar="MODEL", type=_non_empty("model"), default=None,
+        help="Override every suite's claude.model for a controlled comparison",
+    )
+    group.addoption(
+        "--claude", dest="agentbench_claude", metavar="COMMAND", type=_non_empty("agent command"), default=None,
+        help=f"Agent executable speaking Claude Code's print-mode contract. Default: {DEFAULT_CLAUDE!r}",
+    )
+    group.addoption(
+        "--server-instructions", dest="agentbench_server_instructions", action="store_true", default=False,
+        help="Turn on the MCP server's instructions block for this run",
+    )
+    group.addoption(
+        "--agentbench-output", dest="agentbench_output", metavar="DIR", default=None,
+        help=f"Artifact root for run directories (ini: agentbench_output). Default: {DEFAULT_OUTPUT!r}",
+    )
+    group.addoption(
+        "--agentbench-dry-run", dest="agentbench_dry_run", action="store_true", default=False,
+        help="Validate suites and print each agent command, environment change and MCP config; touch no device",
+    )
+    parser.addini("agentbench_output", help="Artifact root for run directories, relative to the rootdir", default=DEFAULT_OUTPUT)
+    parser.addini(
+        "agentbench_suite_dirs", type="args", default=list(DEFAULT_SUITE_DIRS),
+        help="Names of directories whose *.yml files are agent benchmark suites",
+    )
+    parser.addini(
+        "agentbench_server", default=DEFAULT_SERVER,
+        help="MCP server profile the agent gets: agentbench, auto-mobile or mobile-mcp",
+    )
+    parser.addini(
+        "agentbench_automobile_dir", default="",
+        help="AutoMobile checkout (holding dist/src/index.js) for agentbench_server = auto-mobile, relative to the rootdir",
+    )
+
+
+@dataclass(frozen=True)
+class AgentbenchOptions:
+    """Every plugin setting, resolved once; paths are absolute."""
+
+    device: str | None
+    model: str | None
+    claude: str
+    server_instructions: bool
+    output: Path
+    dry_run: bool
+    server: str
+    suite_dirs: tuple[str, ...]
+    automobile_dir: Path | None
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> AgentbenchOptions:
+        """Read cmdline > ini > default.
+
+        Args:
+            config: The pytest config.
+
+        Returns:
+            The resolved options. A relative ``--agentbench-output`` is taken from the invocation
+            directory, relative ini paths from the rootdir.
+        """
+        rootpath = config.rootpath
+        cmdline_output = config.getoption("agentbench_output")
+        if cmdline_output:
+            output = Path(config.invocation_params.dir, cmdline_output)
+        else:
+            output = rootpath / (config.getini("agentbench_output") or DEFAULT_OUTPUT)
+        automobile_dir = config.getini("agentbench_automobile_dir")
+        return cls(
+            device=config.getoption("agentbench_device"),
+            model=config.getoption("agentbench_model"),
+            claude=config.getoption("agentbench_claude") or DEFAULT_CLAUDE,
+            server_instructions=bool(config.getoption("agentbench_server_instructions")),
+            output=output.absolute(),
+            dry_run=bool(config.getoption("agentbench_dry_run")),
+            server=(config.getini("agentbench_server") or DEFAULT_SERVER).strip(),
+            suite_dirs=tuple(config.getini("agentbench_suite_dirs") or DEFAULT_SUITE_DIRS),
+            automobile_dir=(rootpath / automobile_dir).absolute() if automobile_dir else None,
+        )

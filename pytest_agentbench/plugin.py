@@ -1,0 +1,115 @@
+"""pytest hooks and collection nodes: suite files -> SuiteFile -> one SuiteItem each (the pytest11 entry point)."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _pytest.fixtures import TopRequest
+
+from pytest_agentbench.dryrun import SECTION as DRY_RUN_SECTION
+from pytest_agentbench.errors import AgentbenchError, SuiteError
+from pytest_agentbench.options import add_options
+from pytest_agentbench.session import AgentbenchSession, session_key
+from pytest_agentbench.suite import Suite, load_suite
+
+SESSION_PLUGIN_NAME = "agentbench-session"
+MARKER = "agentbench: an agent benchmark suite (one YAML suite file)"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_options(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", MARKER)
+    session = config.stash[session_key] = AgentbenchSession(config)
+    config.pluginmanager.register(session, SESSION_PLUGIN_NAME)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    session = config.stash.get(session_key, None)
+    if session is not None and config.pluginmanager.is_registered(session):
+        config.pluginmanager.unregister(session)
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> SuiteFile | None:
+    if file_path.suffix == ".yml" and parent.config.stash[session_key].is_suite_dir(file_path.parent.name):
+        return SuiteFile.from_parent(parent, path=file_path)
+    return None
+
+
+class SuiteFile(pytest.File):
+    """A suite YAML file; collecting it validates the suite and yields its one item."""
+
+    def collect(self) -> Iterator[SuiteItem]:
+        suite = load_suite(self.path, self.config.rootpath)
+        yield SuiteItem.from_parent(self, name=suite.name, suite=suite)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        # A bad suite is the user's file, not our code: show the problems, not a traceback.
+        if isinstance(excinfo.value, SuiteError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style)
+
+
+class SuiteItem(pytest.Item):
+    """One agent benchmark run of a suite; requests pytest fixtures like a test function.
+
+    The fixtures it requests come from ``fixture_names()``; their values are in
+    ``item.funcargs`` during ``runtest``.
+    """
+
+    RUN_FIXTURES = ("agentbench_device", "agentbench_run_dir", "agentbench_private_daemon", "agentbench_preflight")
+
+    def __init__(self, *, suite: Suite, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.suite = suite
+        self.add_marker(pytest.mark.agentbench)
+        # -k matches keywords; "bug_repro" is how people type a name that has a dash in it.
+        self.extra_keyword_matches.add(suite.name.replace("-", "_"))
+        self._init_fixtures()
+
+    @property
+    def agentbench(self) -> AgentbenchSession:
+        """The plugin session (options, server profile)."""
+        return self.config.stash[session_key]
+
+    def fixture_names(self) -> tuple[str, ...]:
+        """Fixtures this item requests: none in a dry run (it touches nothing), the run's otherwise."""
+        return () if self.agentbench.options.dry_run else self.RUN_FIXTURES
+
+    def _init_fixtures(self) -> None:
+        # The fixture manager reads requested names from a function signature (as tavern's
+        # YamlItem does), so give it one with exactly our names.
+        def _requested_fixtures() -> None: ...
+
+        names = self.fixture_names()
+        params = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in names]
+        _requested_fixtures.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        self.funcargs: dict[str, Any] = {}
+        self._fixtureinfo = self.session._fixturemanager.getfixtureinfo(node=self, func=_requested_fixtures, cls=None)
+        self.fixturenames = self._fixtureinfo.names_closure
+        self._request = TopRequest(self, _ispytest=True)  # type: ignore[arg-type]
+
+    def setup(self) -> None:
+        self._request._fillfixtures()
+
+    def runtest(self) -> None:
+        if self.agentbench.options.dry_run:
+            self.add_report_section("call", DRY_RUN_SECTION, self.agentbench.dry_run_text(self.suite))
+            return
+        from pytest_agentbench.run import run_suite_item
+
+        run_suite_item(self)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        if isinstance(excinfo.value, AgentbenchError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, self.suite.line, f"suite: {self.suite.name}"
