@@ -1,0 +1,400 @@
+"""Tests for agentbench-mcp: tool schemas, sentence errors, pinning, claims, stdio, and a simulated phone end to end."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+from pytest_agentbench.device import claims
+from pytest_agentbench.device.adb import Adb, AdbEndpoint, DeviceInfo, ShellResult
+from pytest_agentbench.device.shellscript import as_script
+from pytest_agentbench.errors import DeviceError
+from pytest_agentbench.mcp_server import ServerConfig, build_server
+
+DEVICE_TOOLS = {"observe", "tapOn", "inputText", "swipeOn", "pressButton", "launchApp", "terminateApp",
+                "openLink", "homeScreen"}
+PKG = "dev.jasonpearson.automobile.playground"
+SERIAL = "127.0.0.1:40001"
+
+
+def _node(text: str = "", *, cls: str = "android.widget.TextView", rid: str = "", bounds: str,
+          clickable: bool = False, checkable: bool = False, checked: bool = False, focused: bool = False,
+          pkg: str = PKG, children: str = "") -> str:
+    flag = lambda value: "true" if value else "false"  # noqa: E731
+    attrs = (
+        f'index="0" text="{text}" resource-id="{rid}" class="{cls}" package="{pkg}" content-desc="" '
+        f'checkable="{flag(checkable)}" checked="{flag(checked)}" clickable="{flag(clickable)}" enabled="true" '
+        f'focusable="{flag(clickable or focused)}" focused="{flag(focused)}" scrollable="false" '
+        f'long-clickable="false" password="false" selected="false" bounds="{bounds}"'
+    )
+    return f"<node {attrs}>{children}</node>" if children else f"<node {attrs} />"
+
+
+def bug_screen(expected: int = 0, displayed: int = 0, bug: bool = False, *, field_focused: bool = False) -> bytes:
+    """A bug-repro screen as `exec:` returns it: focus lines, the marker, the dump, the device's trailer."""
+    body = (
+        _node("Bug Reproduction Demo", bounds="[42,84][1038,254]")
+        + _node("Enable Bug", cls="android.widget.Switch", rid=f"{PKG}:id/bug_toggle", clickable=True,
+                checkable=True, checked=bug, bounds="[0,254][1080,434]")
+        + _node("Add Item", cls="android.widget.Button", rid=f"{PKG}:id/add_item", clickable=True,
+                bounds="[42,434][1038,584]")
+        + _node("Reset", cls="android.widget.Button", clickable=True, bounds="[42,584][1038,734]")
+        + _node(f"Expected count: {expected}", bounds="[42,734][1038,844]")
+        + _node(f"Displayed count: {displayed}", bounds="[42,844][1038,954]")
+        + _node("", cls="android.widget.EditText", rid=f"{PKG}:id/note", clickable=True, focused=field_focused,
+                bounds="[42,954][1038,1124]")
+    )
+    status = _node("12:30", pkg="com.android.systemui", bounds="[42,0][200,63]")
+    root = _node(cls="android.widget.FrameLayout", bounds="[0,0][1080,2400]", children=body)
+    xml = (f"<?xml version='1.0' encoding='UTF-8' standalone='yes' ?><hierarchy rotation=\"0\">{status}{root}"
+           "</hierarchy>UI hierchary dumped to: /dev/tty")
+    focus = f"  mCurrentFocus=Window{{2c1 u0 {PKG}/{PKG}.MainActivity}}\n"
+    return (focus + "__agentbench_dump__\n" + xml).encode()
+
+
+class CannedAdb(Adb):
+    """The device-layer choke point with canned answers: screens in order, shell commands recorded."""
+
+    def __init__(self, screens: list[bytes], devices: list[tuple[str, str]] | None = None,
+                 shell_output: dict[str, ShellResult] | None = None) -> None:
+        super().__init__(AdbEndpoint("127.0.0.1", 1))
+        self.screens = list(screens)
+        self.device_list = devices if devices is not None else [(SERIAL, "device")]
+        self.shell_output = shell_output or {}
+        self.commands: list[str] = []
+
+    def devices(self) -> list[DeviceInfo]:
+        return [DeviceInfo(serial, state) for serial, state in self.device_list]
+
+    def exec_out(self, serial: str, args: Any, *, timeout_s: float = 30) -> bytes:
+        self.commands.append(f"{serial} exec {as_script(args).text}")
+        return self.screens.pop(0) if len(self.screens) > 1 else self.screens[0]
+
+    def shell(self, serial: str, args: Any, *, timeout_s: float = 30, check: bool = True) -> ShellResult:
+        text = as_script(args).text
+        self.commands.append(f"{serial} shell {text}")
+        result = self.shell_output.get(text.split(" ")[0], ShellResult("", 0))
+        if check and result.exit_code:
+            raise DeviceError(f"`{text}` exited {result.exit_code}", command=text, output=result.stdout,
+                              exit_code=result.exit_code)
+        return result
+
+    def actions(self) -> list[str]:
+        return [command.split(" shell ", 1)[1] for command in self.commands if " shell " in command]
+
+
+def config(tmp_path: Path, **env: str) -> ServerConfig:
+    base = {"AUTOMOBILE_ADB_SERVER_COORDINATION_DIR": str(tmp_path / "claims"), "ANDROID_ADB_SERVER_PORT": "1"}
+    return ServerConfig.from_environ({**base, **env})
+
+
+def with_client(server: Any, body: Callable[[Client], Awaitable[Any]]) -> Any:
+    async def run() -> Any:
+        async with Client(server) as client:
+            return await body(client)
+
+    return asyncio.run(run())
+
+
+async def call(client: Client, tool: str, **arguments: Any) -> tuple[bool, str]:
+    result = await client.call_tool(tool, arguments)
+    return bool(result.is_error), "\n".join(block.text for block in result.content)
+
+
+# ---------------------------------------------------------------------------- schema
+
+
+def test_exactly_the_device_tools_have_a_string_device_property(tmp_path: Path) -> None:
+    server = build_server(config(tmp_path), adb=CannedAdb([bug_screen()]))
+
+    async def body(client: Client) -> dict[str, dict]:
+        return {tool.name: tool.input_schema for tool in (await client.list_tools()).tools}
+
+    schemas = with_client(server, body)
+    assert set(schemas) == DEVICE_TOOLS | {"listDevices"}
+    with_device = {name for name, schema in schemas.items()
+                   if schema.get("properties", {}).get("device", {}).get("type") == "string"}
+    assert with_device == DEVICE_TOOLS
+    assert "device" not in schemas["listDevices"].get("properties", {})
+
+
+@pytest.mark.parametrize(("flag", "expected"), [("", False), ("0", False), ("1", True)])
+def test_instructions_block_only_when_asked(tmp_path: Path, flag: str, expected: bool) -> None:
+    server = build_server(config(tmp_path, AGENTBENCH_MCP_INSTRUCTIONS=flag), adb=CannedAdb([bug_screen()]))
+
+    async def body(client: Client) -> str | None:
+        return client.instructions
+
+    instructions = with_client(server, body)
+    assert bool(instructions) is expected
+    if expected:
+        assert "observe" in instructions
+
+
+# ---------------------------------------------------------------------------- bad calls
+
+BAD_CALLS = [
+    ("observe", {"device": "emulator-9"}, "device 'emulator-9' is not available; this server is pinned to 127.0.0.1:40001"),
+    ("tapOn", {"index": 42}, "index 42 is out of range: the last observe listed 8 elements (0-7); call observe again"),
+    ("tapOn", {"index": -1}, "index -1 is out of range"),
+    ("tapOn", {"text": "Ad Item"}, "no element with text 'Ad Item'; did you mean 'Add Item'?; visible texts: 12:30, Bug Reproduction Demo, Enable Bug, Add Item, Reset"),
+    ("tapOn", {"id": "nope"}, "no element with id 'nope'; ids on screen: add_item, bug_toggle, note"),
+    ("tapOn", {}, "tapOn needs one of index, text or id"),
+    ("tapOn", {"index": 1, "text": "Reset"}, "tapOn takes only one of index, text, id, but got index and text"),
+    ("tapOn", {"index": "first"}, "malformed arguments for tapOn: index: input should be a valid integer"),
+    ("tapOn", {"txt": "Reset"}, "malformed arguments for tapOn: unknown argument 'txt'; tapOn takes index, text, id, device"),
+    ("pressButton", {"button": "bak"}, "malformed arguments for pressButton: button: input should be 'back'"),
+    ("pressButton", {}, "malformed arguments for pressButton: button: field required"),
+    ("swipeOn", {"direction": "up", "fromX": 1}, "swipeOn takes either direction or fromX/fromY/toX/toY, not both"),
+    ("swipeOn", {"fromX": 1}, "swipeOn needs a direction"),
+    ("launchApp", {"packageName": "rm -rf"}, "'rm -rf' is not a package name"),
+    ("openLink", {"url": "not a url"}, "'not a url' is not a URL"),
+    ("inputText", {"text": "hi"}, "no text field is focused; pass the index or id of the field to type into"),
+    ("inputText", {"text": ""}, "inputText needs a non-empty text"),
+    ("listDevices", {"device": SERIAL}, "malformed arguments for listDevices: unknown argument 'device'; listDevices takes no arguments"),
+]
+
+
+@pytest.mark.parametrize(("tool", "arguments", "sentence"), BAD_CALLS, ids=[f"{t}-{i}" for i, (t, _, _) in enumerate(BAD_CALLS)])
+def test_bad_calls_are_sentences_and_the_server_keeps_serving(tmp_path: Path, tool: str, arguments: dict, sentence: str) -> None:
+    adb = CannedAdb([bug_screen()])
+    server = build_server(config(tmp_path, AGENTBENCH_DEVICE_SERIAL=SERIAL), adb=adb)
+
+    async def body(client: Client) -> tuple[tuple[bool, str], tuple[bool, str]]:
+        await call(client, "observe")
+        bad = await call(client, tool, **arguments)
+        return bad, await call(client, "observe")
+
+    (is_error, text), (next_error, next_text) = with_client(server, body)
+    assert is_error, text
+    assert text.startswith(sentence), text
+    assert "Traceback" not in text and "Error executing tool" not in text
+    assert not next_error and "Bug Reproduction Demo" in next_text
+    assert not any(a.startswith("input") for a in adb.actions()), "a refused call must not touch the phone"
+
+
+def test_failed_launch_lists_installed_apps(tmp_path: Path) -> None:
+    adb = CannedAdb([bug_screen()], shell_output={
+        "monkey": ShellResult("** No activities found to run, monkey aborted.\n", 252),
+        "pm": ShellResult(f"package:android\npackage:com.android.settings\npackage:{PKG}\n", 0),
+    })
+    server = build_server(config(tmp_path, AGENTBENCH_DEVICE_SERIAL=SERIAL), adb=adb)
+    is_error, text = with_client(server, lambda client: call(client, "launchApp", packageName="com.example.missing"))
+    assert is_error
+    assert text == (f"app 'com.example.missing' is not installed or has no launcher activity; installed apps: "
+                    f"com.android.settings, {PKG}")
+
+
+def test_a_refused_command_becomes_a_sentence(tmp_path: Path) -> None:
+    adb = CannedAdb([bug_screen()], shell_output={"input": ShellResult("Error: Injecting to another application requires INJECT_EVENTS permission", 1)})
+    server = build_server(config(tmp_path, AGENTBENCH_DEVICE_SERIAL=SERIAL), adb=adb)
+    is_error, text = with_client(server, lambda client: call(client, "pressButton", button="back"))
+    assert is_error
+    assert text == ("the device refused `input keyevent KEYCODE_BACK` (exit 1): "
+                    "Error: Injecting to another application requires INJECT_EVENTS permission")
+
+
+# ---------------------------------------------------------------------------- actions
+
+
+@pytest.mark.parametrize(
+    ("arguments", "tap"),
+    [
+        ({"text": "Add Item"}, "input tap 540 509"),
+        ({"text": "add item"}, "input tap 540 509"),         # case-insensitive only as a fallback
+        ({"id": "bug_toggle"}, "input tap 540 344"),
+        ({"id": f"{PKG}:id/bug_toggle"}, "input tap 540 344"),
+        ({"index": 3}, "input tap 540 509"),                 # 0 clock, 1 title, 2 switch, 3 Add Item
+        ({"text": "Expected count: 0"}, "input tap 540 789"),
+    ],
+)
+def test_tap_targets_map_to_the_dump_bounds(tmp_path: Path, arguments: dict, tap: str) -> None:
+    adb = CannedAdb([bug_screen(), bug_screen(), bug_screen(1, 1)])
+    server = build_server(config(tmp_path, AGENTBENCH_DEVICE_SERIAL=SERIAL), adb=adb)
+
+    async def body(client: Client) -> tuple[bool, str]:
+        await call(client, "observe")
+        return await call(client, "tapOn", **arguments)
+
+    is_error, text = with_client(server, body)
+    assert not is_error, text
+    assert adb.actions() == [tap]
+
+
+def test_action_reports_the_new_screen_or_that_nothing_changed(tmp_path: Path) -> None:
+    # observe, tapOn's fresh look, the look after the tap; then Reset sees the last screen stay.
+    adb = CannedAdb([bug_screen(), bug_screen(), bug_screen(1, 1)])
+    server = build_server(config(tmp_path, AGENTBENCH_DEVICE_SERIAL=SERIAL), adb=adb)
+
+    async def body(client: Client) -> list[tuple[bool, str]]:
+        return [await call(client, "observe"), await call(client, "tapOn", text="Add Item"),
+                await call(client, "tapOn", text="Reset")]
+
+    observed, changed, unchanged = with_client(server, body)
+    assert observed[1].splitlines()[0] == f"foreground: {PKG}/{PKG}.MainActivity"
+    assert changed[1].startswith('tapped Button "Add Item" at 540,509; the screen now shows:\nforeground:')
+    assert '"Expected count: 1"' in changed[1]
+    assert unchanged[1] == 'tapped Button "Reset" at 540,659; the screen did not change'
+
+
+@pytest.mark.parametrize(
+    ("text", "command"),
+    [
+        ("hello world", "input text hello%sworld"),
+        ("a'b; rm -rf /", "input text 'a'\"'\"'b;%srm%s-rf%s/'"),
+        ("$(reboot)", "input text '$(reboot)'"),
+    ],
+)
+def test_input_text_escapes_spaces_and_shell_characters(tmp_path: Path, text: str, command: str) -> None:
+    adb = CannedAdb([bug_screen(field_focused=True)])
+    server = build_server(config(tmp_path, AGENTBENCH_DEVICE_SERIAL=SERIAL), adb=adb)
+    is_error, _ = with_client(server, lambda client: call(client, "inputText", text=text))
+    assert not is_error
+    assert adb.actions() == [command]
+
+
+def test_input_text_into_a_field_taps_it_first_in_one_round_trip(tmp_path: Path) -> None:
+    adb = CannedAdb([bug_screen()])
+    server = build_server(config(tmp_path, AGENTBENCH_DEVICE_SERIAL=SERIAL), adb=adb)
+    is_error, _ = with_client(server, lambda client: call(client, "inputText", text="x", id="note"))
+    assert not is_error
+    assert adb.actions() == ["input tap 540 1039 && input text x"]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "command"),
+    [
+        ({"direction": "up"}, "input swipe 540 1920 540 480 300"),
+        ({"direction": "left"}, "input swipe 864 1200 216 1200 300"),
+        ({"fromX": 1, "fromY": 2, "toX": 3, "toY": 4}, "input swipe 1 2 3 4 300"),
+    ],
+)
+def test_swipes(tmp_path: Path, arguments: dict, command: str) -> None:
+    adb = CannedAdb([bug_screen()])
+    server = build_server(config(tmp_path, AGENTBENCH_DEVICE_SERIAL=SERIAL), adb=adb)
+    is_error, _ = with_client(server, lambda client: call(client, "swipeOn", **arguments))
+    assert not is_error
+    assert adb.actions() == [command]
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "command"),
+    [
+        ("pressButton", {"button": "enter"}, "input keyevent KEYCODE_ENTER"),
+        ("homeScreen", {}, "input keyevent KEYCODE_HOME"),
+        ("launchApp", {"packageName": PKG}, f"monkey -p {PKG} -c android.intent.category.LAUNCHER 1"),
+        ("terminateApp", {"packageName": PKG}, f"am force-stop {PKG}"),
+        ("openLink", {"url": "automobile://playground/demos"},
+         "am start -a android.intent.action.VIEW -d automobile://playground/demos"),
+    ],
+)
+def test_commands_sent_for_each_tool(tmp_path: Path, tool: str, arguments: dict, command: str) -> None:
+    adb = CannedAdb([bug_screen()])
+    server = build_server(config(tmp_path, AGENTBENCH_DEVICE_SERIAL=SERIAL), adb=adb)
+    is_error, text = with_client(server, lambda client: call(client, tool, **arguments))
+    assert not is_error, text
+    assert adb.actions() == [command]
+
+
+# ---------------------------------------------------------------------------- devices and claims
+
+
+@pytest.mark.parametrize(
+    ("devices", "device", "outcome"),
+    [
+        ([(SERIAL, "device")], "", "ok"),
+        ([(SERIAL, "device"), ("emulator-5554", "device")], "", "several devices are online (127.0.0.1:40001, emulator-5554); pass one of them as device"),
+        ([(SERIAL, "device"), ("emulator-5554", "device")], SERIAL, "ok"),
+        ([(SERIAL, "offline")], SERIAL, "device '127.0.0.1:40001' is not online; online devices: none; call listDevices"),
+        ([], "", "no device is online; connect one and call listDevices"),
+    ],
+)
+def test_unpinned_server_resolves_the_device(tmp_path: Path, devices: list, device: str, outcome: str) -> None:
+    server = build_server(config(tmp_path), adb=CannedAdb([bug_screen()], devices=devices))
+    is_error, text = with_client(server, lambda client: call(client, "observe", device=device))
+    if outcome == "ok":
+        assert not is_error and "Add Item" in text
+    else:
+        assert is_error and text == outcome
+
+
+@pytest.mark.parametrize(
+    ("pinned", "expected"),
+    [
+        (SERIAL, "127.0.0.1:40001 device (this server serves only this device)"),
+        ("emulator-5556", "emulator-5556 not connected (this server serves only this device)"),
+        ("", "127.0.0.1:40001 device\nemulator-5554 offline"),
+    ],
+)
+def test_list_devices_shows_only_the_pinned_phone(tmp_path: Path, pinned: str, expected: str) -> None:
+    adb = CannedAdb([bug_screen()], devices=[(SERIAL, "device"), ("emulator-5554", "offline")])
+    server = build_server(config(tmp_path, AGENTBENCH_DEVICE_SERIAL=pinned), adb=adb)
+    assert with_client(server, lambda client: call(client, "listDevices")) == (False, expected)
+
+
+def test_claim_taken_at_first_device_call_and_released_at_exit(tmp_path: Path) -> None:
+    cfg = config(tmp_path, AGENTBENCH_DEVICE_SERIAL=SERIAL, AGENTBENCH_SOCKET_DIR=str(tmp_path / "sock"))
+    server = build_server(cfg, adb=CannedAdb([bug_screen()]))
+    path = claims.claim_path(SERIAL, scope=cfg.endpoint.scope, root=cfg.claim_root)
+
+    async def body(client: Client) -> tuple[bool, bool, list[str]]:
+        await call(client, "listDevices")
+        before = path.exists()
+        await call(client, "observe")
+        return before, path.exists(), path.read_text().splitlines()
+
+    before, during, lines = with_client(server, body)
+    assert (before, during) == (False, True)
+    assert lines[0] == str(os.getpid())
+    assert str(tmp_path / "sock") in lines[2]
+    assert not path.exists()
+
+
+def test_a_device_held_by_another_session_is_refused(tmp_path: Path) -> None:
+    cfg = config(tmp_path, AGENTBENCH_DEVICE_SERIAL=SERIAL)
+    adb = CannedAdb([bug_screen()])
+    other = claims.acquire_claim(SERIAL, scope=cfg.endpoint.scope, root=cfg.claim_root, socket_path="/tmp/other.sock")
+    try:
+        server = build_server(cfg, adb=adb)
+        is_error, text = with_client(server, lambda client: call(client, "observe"))
+        assert other.still_held()
+    finally:
+        other.release()
+    assert is_error
+    assert text.startswith(f"device {SERIAL} is held by another session")
+    assert text.endswith("This server cannot use the device until that session ends.")
+    assert adb.commands == []
+
+
+# ---------------------------------------------------------------------------- stdio
+
+
+def test_stdio_server_lists_tools_answers_errors_and_logs(tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "AGENTBENCH_DEVICE_SERIAL": SERIAL,
+        "AGENTBENCH_LOG_DIR": str(tmp_path / "logs"),
+        "AGENTBENCH_DATA_DIR": str(tmp_path / "data"),
+        "AUTOMOBILE_ADB_SERVER_COORDINATION_DIR": str(tmp_path / "claims"),
+        "ANDROID_ADB_SERVER_PORT": "1",
+    }
+    params = StdioServerParameters(command=sys.executable, args=["-m", "pytest_agentbench.mcp_server"], env=env)
+
+    async def body(client: Client) -> tuple[set[str], tuple[bool, str], tuple[bool, str]]:
+        names = {tool.name for tool in (await client.list_tools()).tools}
+        return names, await call(client, "observe", device="emulator-9"), await call(client, "listDevices")
+
+    names, refused, listing = with_client(params, body)
+    assert names == DEVICE_TOOLS | {"listDevices"}
+    assert refused == (True, f"device 'emulator-9' is not available; this server is pinned to {SERIAL}")
+    assert listing[0] and "adb server" in listing[1]
+    log = (tmp_path / "logs" / "agentbench-mcp.log").read_text()
+    assert "agentbench-mcp starting" in log and "emulator-9" in log
+    assert (tmp_path / "data").is_dir()
