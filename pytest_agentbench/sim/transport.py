@@ -365,29 +365,44 @@ class PhoneServer:
             await asyncio.sleep(self.latency_ms / 1000)
 
     async def _call(self, function: Callable[..., Any], *args: Any) -> Any:
-        # The phone is thread-safe; a slow command in a worker thread leaves other connections alone.
+        # A slow command in a worker thread leaves other connections alone.
         return await asyncio.get_running_loop().run_in_executor(None, function, *args)
 
-    def _record(self, kind: str, command: str | None = None) -> None:
+    async def _call_fs(self, function: Callable[..., Any], *args: Any) -> Any:
+        # phone.fs is not locked by itself; hold the phone's lock so sync never races a command.
+        lock = getattr(self.phone, "lock", None)
+
+        def locked() -> Any:
+            if lock is None:
+                return function(*args)
+            with lock:
+                return function(*args)
+
+        return await self._call(locked)
+
+    def _count(self, kind: str) -> None:
         self.phone.counters[kind] += 1
-        if command is not None:
-            self.phone.command_log.append(command)
 
     async def _run_command(self, command: str) -> tuple[bytes, bytes, int]:
-        """Run one command line; a failure inside the phone becomes stderr text and status 255."""
+        """Run one command line and log it; a failure inside the phone becomes stderr text and status 255."""
+        log_length = len(self.phone.command_log)
         try:
             result = await self._call(self.phone.shell, command)
         except Exception as exc:
             log.exception("command %r failed inside the simulated phone", command)
             return b"", f"sim: internal error running {command!r}: {exc}\n".encode(), 255
+        finally:
+            # sim.phone.Phone logs its own commands; log here only for phones that do not, never twice.
+            if command not in self.phone.command_log[log_length:]:
+                self.phone.command_log.append(command)
         return bytes(result.stdout), bytes(result.stderr), int(result.exit_code)
 
     async def _serve_shell(self, stream: _Stream, service: protocol.Service) -> None:
         if not service.command:
-            self._record("shell")
+            self._count("shell")
             await self._serve_interactive(stream, service)
             return
-        self._record("shell", service.command)
+        self._count("shell")
         await self._latency()
         stdout, stderr, exit_code = await self._run_command(service.command)
         if service.shell_v2:
@@ -402,7 +417,7 @@ class PhoneServer:
             await stream.write(stdout + stderr)
 
     async def _serve_exec(self, stream: _Stream, service: protocol.Service) -> None:
-        self._record("exec", service.command)
+        self._count("exec")
         await self._latency()
         stdout, _stderr, _exit_code = await self._run_command(service.command)
         await stream.write(stdout)
@@ -444,7 +459,6 @@ class PhoneServer:
                         await stream.write(protocol.encode_shell_exit(exit_code))
                     return
                 if command:
-                    self.phone.command_log.append(command)
                     await self._latency()
                     stdout, stderr, exit_code = await self._run_command(command)
                     newline = b"\r\n" if echo else b"\n"
@@ -453,7 +467,7 @@ class PhoneServer:
                 await send(protocol.SHELL_STDOUT, _PROMPT)
 
     async def _serve_sync(self, stream: _Stream, service: protocol.Service) -> None:
-        self._record("sync")
+        self._count("sync")
         fs = self.phone.fs
         while True:
             try:
@@ -478,22 +492,22 @@ class PhoneServer:
                 continue
             await self._latency()
             if request_id == "STAT":
-                described = await self._call(_describe, fs, path)
+                described = await self._call_fs(_describe, fs, path)
                 await stream.write(protocol.encode_stat_v1(*described) if described else protocol.encode_stat_v1(0, 0, 0))
             elif request_id in ("STA2", "LST2"):
-                described = await self._call(_describe, fs, path)
+                described = await self._call_fs(_describe, fs, path)
                 if described is None:
                     await stream.write(protocol.encode_stat_v2(request_id, error=protocol.ENOENT))
                 else:
                     mode, size, mtime = described
                     await stream.write(protocol.encode_stat_v2(request_id, mode=mode, size=size, mtime=mtime))
             elif request_id == "LIST":
-                entries = await self._call(_list_entries, fs, path)
+                entries = await self._call_fs(_list_entries, fs, path)
                 records = [protocol.encode_dent(mode, size, mtime, name) for name, mode, size, mtime in entries]
                 await stream.write(b"".join(records) + protocol.encode_dent_done())
             elif request_id == "RECV":
                 try:
-                    data = await self._call(fs.read, path)
+                    data = await self._call_fs(fs.read, path)
                 except Exception as exc:
                     await stream.write(protocol.sync_fail(_error_text(exc)))
                     return
@@ -522,7 +536,7 @@ class PhoneServer:
                 return False
         await self._latency()
         try:
-            await self._call(lambda: self.phone.fs.write(path, bytes(content), mode & 0o7777, mtime))
+            await self._call_fs(self.phone.fs.write, path, bytes(content), mode & 0o7777, mtime)
         except Exception as exc:
             await stream.write(protocol.sync_fail(f"{path}: {_error_text(exc)}"))
             return False
