@@ -156,7 +156,8 @@ class ReplayRun:
         parameters = StdioServerParameters(command=command, args=args, env={**self.environ, **server.env})
         server_stack = AsyncExitStack()
         try:
-            read, write = await server_stack.enter_async_context(stdio_client(parameters, errlog=self.stderr))
+            errlog = _file_backed(self.stderr)
+            read, write = await server_stack.enter_async_context(stdio_client(parameters, errlog=errlog))
             session = await server_stack.enter_async_context(ClientSession(read, write))
             with anyio.fail_after(timeout_s):
                 await session.initialize()
@@ -262,6 +263,16 @@ class ReplayRun:
         if errored != step.expect_error:
             expected = "an error" if step.expect_error else "success"
             self._warn(f"step {number} ({name}): the plan expected {expected}, the call {'failed' if errored else 'succeeded'}")
+
+
+def _file_backed(stream: TextIO) -> TextIO:
+    """A stream a child process can inherit: `stream` itself when it has a file descriptor."""
+    try:
+        stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        # In-memory streams (tests) have no descriptor; the server's stderr goes to ours.
+        return sys.__stderr__
+    return stream
 
 
 def _text_of(content: list[Any]) -> str:
