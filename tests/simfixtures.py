@@ -159,8 +159,12 @@ class FakePhone:
     command_log: list[str] = field(default_factory=list)
     # `gate` blocks until the test opens it: a slow command whose end the test controls.
     gate: threading.Event = field(default_factory=threading.Event)
+    # sim.phone.Phone logs each command it runs; False plays a phone that leaves that to the transport.
+    logs_commands: bool = True
 
     def shell(self, command: str) -> FakeResult:
+        if self.logs_commands:
+            self.command_log.append(command)
         argv = shlex.split(command)
         name = argv[0].rsplit("/", 1)[-1] if argv else ""
         args = argv[1:]

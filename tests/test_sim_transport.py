@@ -190,18 +190,20 @@ def test_unknown_services_are_refused_and_the_connection_goes_on(host: RawHost, 
     assert host.run(b"exec:echo next") == b"next\n"
 
 
-def test_received_writes_are_acknowledged_and_stdin_is_accepted(host: RawHost) -> None:
+def test_received_writes_are_acknowledged_and_stdin_is_accepted(host: RawHost, phone: FakePhone) -> None:
     host.handshake()
     local_id, reply = host.open(b"shell,v2,raw:")
     prompt = host.recv()
     host.send(protocol.A_OKAY, local_id, reply.arg0)
     assert protocol.decode_shell_packets(prompt.payload) == [(protocol.SHELL_STDOUT, b"sim:/ $ ")]
-    host.write(local_id, reply.arg0, protocol.encode_shell_packet(protocol.SHELL_STDIN, b"echo hi\n"))
-    host.write(local_id, reply.arg0, protocol.encode_shell_packet(protocol.SHELL_CLOSE_STDIN))
+    # One WRTE: the sim acknowledges it before the shell can answer, so the OKAY is the next message.
+    stdin = protocol.encode_shell_packet(protocol.SHELL_STDIN, b"echo hi\n") + protocol.encode_shell_packet(protocol.SHELL_CLOSE_STDIN)
+    host.write(local_id, reply.arg0, stdin)
     packets = protocol.decode_shell_packets(host.read_stream(local_id, reply.arg0))
     stdout = b"".join(data for packet_id, data in packets if packet_id == protocol.SHELL_STDOUT)
     assert b"hi\n" in stdout
     assert packets[-1] == (protocol.SHELL_EXIT, b"\x00")
+    assert phone.command_log == ["echo hi"]
 
 
 def sync_exchange(host: RawHost, requests: bytes, reply_size: int) -> bytes:
@@ -319,6 +321,22 @@ def test_host_closing_a_stream_stops_its_writer(host: RawHost, server: PhoneServ
     host.send(protocol.A_CLSE, local_id, reply.arg0)
     wait_until(lambda: server.open_streams == 0, what="the closed stream to be freed")
     assert host.run(b"exec:echo next") == b"next\n"
+
+
+@pytest.mark.parametrize("phone_logs_commands", [True, False])
+def test_each_command_is_logged_once(phone_logs_commands: bool) -> None:
+    phone = FakePhone(logs_commands=phone_logs_commands)
+    with PhoneServer(phone) as server:
+        raw = RawHost(server.port)
+        try:
+            raw.handshake()
+            raw.run(b"shell,v2,raw:echo one")
+            raw.run(b"exec:echo two")
+            raw.run(b"shell:crash")
+        finally:
+            raw.close()
+    assert phone.command_log == ["echo one", "echo two", "crash"]
+    assert (phone.counters["shell"], phone.counters["exec"]) == (2, 1)
 
 
 def test_latency_still_serves_every_service(phone: FakePhone) -> None:
@@ -506,3 +524,71 @@ def test_adb_counts_services_on_the_phone(adb: PrivateAdb, serial: str, adb_phon
     adb.run("pull", "/sdcard/missing.bin", "/dev/null", serial=serial)
     delta = adb_phone.counters - before
     assert (delta["shell"], delta["exec"], delta["sync"]) == (1, 1, 1)
+
+
+# --- the real simulated Android behind the real adb server --------------------------------
+
+
+@pytest.fixture(scope="module")
+def android() -> object:
+    try:
+        from pytest_agentbench.sim.phone import Phone
+
+        return Phone()
+    except ImportError as exc:
+        # sim/phone.py is written in parallel with this transport; until it imports, only the double runs.
+        pytest.skip(f"sim.phone.Phone is not importable yet: {exc}")
+
+
+@pytest.fixture(scope="module")
+def android_serial(private_adb: PrivateAdb, android: object) -> Iterator[str]:  # noqa: F811
+    with PhoneServer(android) as running:
+        attached = private_adb.connect(running.port)
+        yield attached
+        private_adb.disconnect(attached)
+
+
+@pytest.mark.parametrize(
+    ("command", "exit_code", "stdout_check"),
+    [
+        (["getprop", "ro.build.version.sdk"], 0, lambda out: out.strip().isdigit()),
+        (["false"], 1, lambda out: out == b""),
+        (["nosuchcmd"], 127, lambda out: out == b""),
+        (["echo", "hello"], 0, lambda out: out == b"hello\n"),
+    ],
+)
+def test_real_phone_shell_through_adb(adb: PrivateAdb, android_serial: str, command: list[str], exit_code: int, stdout_check: Callable[[bytes], bool]) -> None:
+    result = adb.run("shell", *command, serial=android_serial)
+    assert result.returncode == exit_code, result.stderr
+    assert stdout_check(result.stdout), result.stdout
+
+
+def test_real_phone_exec_out_uiautomator_dump(adb: PrivateAdb, android_serial: str) -> None:
+    result = adb.run("exec-out", "uiautomator", "dump", "/dev/tty", serial=android_serial)
+    assert result.returncode == 0
+    assert result.stdout.startswith(b"<?xml")
+    assert b"<hierarchy" in result.stdout
+
+
+def test_real_phone_push_pull_and_stat(adb: PrivateAdb, android_serial: str, android: object, tmp_path: Path) -> None:
+    content = os.urandom(3 * 1024 * 1024)
+    (tmp_path / "up.bin").write_bytes(content)
+    assert adb.run("push", str(tmp_path / "up.bin"), "/data/local/tmp/up.bin", serial=android_serial).returncode == 0
+    assert adb.run("pull", "/data/local/tmp/up.bin", str(tmp_path / "down.bin"), serial=android_serial).returncode == 0
+    assert (tmp_path / "down.bin").read_bytes() == content
+    missing = adb.run("pull", "/sdcard/missing.bin", str(tmp_path / "missing.bin"), serial=android_serial)
+    assert missing.returncode == 1
+    assert b"No such file or directory" in missing.stdout + missing.stderr
+    assert android.counters["sync"] >= 3  # type: ignore[attr-defined]
+
+
+def test_real_phone_twenty_parallel_shells(adb: PrivateAdb, android_serial: str) -> None:
+    calls = [adb.popen("shell", "echo", f"n{n}", serial=android_serial, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for n in range(20)]
+    try:
+        outputs = [(call.communicate(timeout=30)[0], call.returncode) for call in calls]
+    finally:
+        for call in calls:
+            if call.poll() is None:
+                os.killpg(call.pid, signal.SIGKILL)
+                call.wait(timeout=10)
+    assert outputs == [(f"n{n}\n".encode(), 0) for n in range(20)]
