@@ -411,13 +411,15 @@ def load_suite(path: Path, rootdir: Path) -> Suite:
             what was expected (YAML syntax errors name the line).
     """
     path = Path(path)
+    # Name the file as the user sees it in node ids: relative to the rootdir when inside it.
+    shown = path.relative_to(rootdir) if path.is_relative_to(rootdir) else path
     problems: list[str] = []
     data, line = _parse_yaml(path, problems)
     if problems:
-        raise SuiteError(path, problems)
+        raise SuiteError(shown, problems)
     problems, prompt_path, prompt_text = validate_suite_data(path, data, Path(rootdir))
     if problems:
-        raise SuiteError(path, problems)
+        raise SuiteError(shown, problems)
     return _build(path, data, line, Path(rootdir), prompt_path, prompt_text)
 
 
