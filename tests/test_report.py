@@ -1,0 +1,333 @@
+"""Tests for report.py: the result.json document, the text report, the summary table, and that no secret leaks out."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from pytest_agentbench.audit import Audit, Check, Stumble, Verdict
+from pytest_agentbench.baseline import build_baseline_block, render_snippet, snippet_blockers
+from pytest_agentbench.fingerprint import server_build_fingerprint
+from pytest_agentbench.report import (
+    build_result_document,
+    build_session_document,
+    render_summary_table,
+    render_text_report,
+    render_verbose_details,
+    scrub,
+    verdict_line,
+)
+
+METRICS = {
+    "toolCalls": 3,
+    "mcpCalls": 3,
+    "deviceAwareCalls": 2,
+    "turns": 4,
+    "inputTokens": 1200,
+    "outputTokens": 300,
+    "cacheCreationInputTokens": 0,
+    "cacheReadInputTokens": 9000,
+    "costUsd": 0.0123,
+    "wallClockSeconds": 4.2,
+    "stumbles": 0,
+    "toolCounts": {"observe": 2, "tapOn": 1},
+}
+FINGERPRINTS = {
+    "appBuild": {"versionName": "1.0", "versionCode": 1, "lastUpdateTime": "2026-11-30 02:00:00"},
+    "suiteDigest": "sha256:0123456789abcdef",
+    "deviceFingerprint": {"sdk": "34", "model": "sim"},
+    "claudeCodeVersion": "2.1.197",
+    "serverBuild": "sha256:fedcba9876543210",
+    "observedModel": "claude-sonnet-5-5",
+}
+
+
+def _audit(status="passed", reasons=(), stumbles=(), metrics=METRICS, sequence=("observe", "tapOn", "observe"), seen="EXPECTED_COUNT: 3"):
+    return Audit(
+        verdict=Verdict(status, tuple(reasons)),
+        checks=(
+            Check("device-use", "a successful device-aware tool call", True, "2 device-aware calls"),
+            Check("answer", "EXPECTED_COUNT: 3", status == "passed", seen),
+        ),
+        stumbles=tuple(stumbles),
+        metrics=dict(metrics),
+        tool_sequence=tuple(sequence),
+    )
+
+
+def _baseline(**changes):
+    values = dict(
+        recorded_at="2026-11-30T03:00:00Z",
+        metrics=METRICS,
+        app_build=FINGERPRINTS["appBuild"],
+        suite_digest=FINGERPRINTS["suiteDigest"],
+        device_fingerprint=FINGERPRINTS["deviceFingerprint"],
+        claude_code_version="2.1.197",
+        server_build=FINGERPRINTS["serverBuild"],
+        observed_model="claude-sonnet-5-5",
+    )
+    values.update(changes)
+    return build_baseline_block(**values)
+
+
+def _document(audit=None, *, baseline=None, sequence=("observe", "tapOn", "observe"), fingerprints=FINGERPRINTS, **kwargs):
+    values = dict(
+        suite_name="bug-repro",
+        suite_file="benchmark/agent/suites/bug-repro.yml",
+        run_dir="/runs/bug-repro/20261130T030000Z-1a2b3c4d",
+        audit=audit or _audit(),
+        fingerprints=fingerprints,
+        scoring_code="sha256:5c0de5c0de5c0de5",
+        nodeid="benchmark/agent/suites/bug-repro.yml::bug-repro",
+        device_serial="127.0.0.1:40001",
+        agent_command=["agentbench-replay", "-p"],
+        baseline=baseline,
+        baseline_tool_sequence=sequence,
+    )
+    values.update(kwargs)
+    return build_result_document(**values)
+
+
+# ----------------------------------------------------------------------------- result.json
+
+
+def test_document_holds_run_audit_metrics_comparison_and_fingerprints():
+    document = _document(baseline=_baseline(metrics={**METRICS, "toolCalls": 2}), sequence=["observe", "observe"])
+    assert json.loads(json.dumps(document)) == document
+    assert document["verdict"] == {"status": "passed", "reasons": []}
+    assert document["checks"][1] == {"kind": "answer", "expected": "EXPECTED_COUNT: 3", "passed": True, "seen": "EXPECTED_COUNT: 3"}
+    assert document["metrics"] == METRICS
+    assert document["toolSequence"] == ["observe", "tapOn", "observe"]
+    rows = {row["metric"]: row for row in document["comparison"]["metricRows"]}
+    assert rows["toolCalls"] == {"metric": "toolCalls", "actual": 3, "baseline": 2, "delta": 1, "deltaPercent": 50.0}
+    assert document["comparison"]["sequenceDiff"] == [
+        {"op": " ", "tool": "observe"},
+        {"op": "+", "tool": "tapOn"},
+        {"op": " ", "tool": "observe"},
+    ]
+    assert document["comparison"]["flags"] == []
+    assert document["fingerprints"]["serverBuild"] == "sha256:fedcba9876543210"
+    assert document["scoringCode"] == "sha256:5c0de5c0de5c0de5"
+    assert document["runDirectory"].endswith("1a2b3c4d")
+
+
+def test_document_without_baseline_has_no_deltas_flags_or_diff():
+    document = _document()
+    assert document["baseline"] is None
+    assert document["comparison"]["flags"] == [] and document["comparison"]["sequenceDiff"] == []
+    assert all(row["delta"] is None for row in document["comparison"]["metricRows"])
+
+
+def test_document_flags_a_changed_app_build_above_its_deltas():
+    fingerprints = {**FINGERPRINTS, "appBuild": {**FINGERPRINTS["appBuild"], "versionName": "1.1", "versionCode": 2}}
+    document = _document(baseline=_baseline(), fingerprints=fingerprints)
+    assert document["comparison"]["flags"] == [
+        {"kind": "app-build", "message": "app build differs: versionCode 1 -> 2; versionName 1.0 -> 1.1"}
+    ]
+    report = render_text_report(document)
+    assert report.index("! app build differs") < report.index("Metrics:")
+
+
+def test_session_document_counts_verdicts():
+    results = [_document(), _document(_audit("failed", ["answer check failed"])), _document(_audit("incomplete", ["timeout"]))]
+    session = build_session_document(results, started_at="a", finished_at="b")
+    assert session["counts"] == {"passed": 1, "failed": 1, "incomplete": 1}
+    assert [run["verdict"]["status"] for run in session["runs"]] == ["passed", "failed", "incomplete"]
+
+
+# ----------------------------------------------------------------------------- text report
+
+
+def test_text_report_shows_every_section():
+    audit = _audit(
+        "failed",
+        ["answer check failed: expected 'EXPECTED_COUNT: 3'; the reply ended with: EXPECTED_COUNT: 4"],
+        stumbles=[Stumble("tool-error", "tapOn", "No element with text 'Submit'")],
+        seen="EXPECTED_COUNT: 4",
+    )
+    document = _document(
+        audit,
+        baseline=_baseline(metrics={**METRICS, "toolCalls": 2, "costUsd": 0.01}),
+        sequence=["observe", "swipeOn", "observe"],
+        snippet_blockers=["verdict is failed, not passed"],
+    )
+    report = render_text_report(document)
+    lines = report.splitlines()
+    assert lines[0] == "bug-repro: FAILED"
+    assert lines[1].startswith("  - answer check failed: expected 'EXPECTED_COUNT: 3'")
+    assert "  FAIL answer: expected 'EXPECTED_COUNT: 3'" in lines
+    assert "       seen: EXPECTED_COUNT: 4" in lines
+    assert "  tool-error tapOn: No element with text 'Submit'" in lines
+    assert "Baseline: recorded 2026-11-30T03:00:00Z; comparable (same app build, suite, device, CLI, server build and model)" in lines
+    assert any(line.split()[:4] == ["toolCalls", "3", "2", "+1"] and line.endswith("(+50.0%)") for line in lines)
+    assert any(line.split()[:4] == ["costUsd", "0.0123", "0.01", "+0.0023"] for line in lines)
+    diff = lines[lines.index("Tool sequence vs baseline (- baseline call skipped, + extra call):") + 1 :][:4]
+    assert diff == ["    observe", "  - swipeOn", "  + tapOn", "    observe"]
+    assert "  - verdict is failed, not passed" in lines
+    assert lines[-1] == "Run directory: /runs/bug-repro/20261130T030000Z-1a2b3c4d"
+
+
+def test_saved_result_renders_the_same_report():
+    document = _document(baseline=_baseline(), snippet_path="/runs/x/baseline.yml")
+    saved = json.loads(json.dumps(document))
+    assert render_text_report(saved) == render_text_report(document)
+    assert "Baseline snippet: /runs/x/baseline.yml" in render_text_report(saved)
+
+
+@pytest.mark.parametrize(
+    ("current", "expected"),
+    [
+        (None, "Scoring code: sha256:5c0de5c0de5c0de5"),
+        ("sha256:5c0de5c0de5c0de5", "Scoring code: sha256:5c0de5c0de5c0de5"),
+        ("sha256:0000000000000000", "Scoring code: ! differs: the run was scored by sha256:5c0de5c0de5c0de5, the current code is sha256:0000000000000000"),
+    ],
+)
+def test_report_flags_changed_scoring_code_on_rerender(current, expected):
+    assert expected in render_text_report(_document(), current_scoring_code=current).splitlines()
+
+
+def test_report_without_baseline_lists_the_sequence_and_blank_deltas():
+    report = render_text_report(_document())
+    assert "Baseline: none (deltas not shown)" in report
+    assert "Tool sequence: observe, tapOn, observe" in report
+    assert "n/a" not in report
+
+
+@pytest.mark.parametrize(
+    ("status", "reasons", "line"),
+    [
+        ("passed", [], "PASSED benchmark/agent/suites/bug-repro.yml::bug-repro"),
+        ("failed", ["screen check failed", "answer"], "FAILED benchmark/agent/suites/bug-repro.yml::bug-repro - screen check failed"),
+        ("incomplete", ["timed out after 600 s"], "INCOMPLETE benchmark/agent/suites/bug-repro.yml::bug-repro - timed out after 600 s"),
+    ],
+)
+def test_verdict_line(status, reasons, line):
+    assert verdict_line(_document(_audit(status, reasons))) == line
+
+
+# ----------------------------------------------------------------------------- summary table
+
+
+def _summary_result(index: int, *, flags=(), status="passed", baseline=True, wall=4.2):
+    metrics = {**METRICS, "wallClockSeconds": wall, "costUsd": 12.5 if index % 2 else 0.0123}
+    return {
+        "suite": f"suite-with-a-rather-long-descriptive-name-{index:03d}",
+        "verdict": {"status": status, "reasons": []},
+        "metrics": metrics,
+        "baseline": {"recordedAt": "x"} if baseline else None,
+        "comparison": {
+            "flags": [{"kind": kind, "message": kind} for kind in flags],
+            "metricRows": [{"metric": "toolCalls", "delta": index - 1}],
+        },
+    }
+
+
+@pytest.mark.parametrize("width", [80, 100, 120])
+def test_summary_stays_within_the_width_for_many_suites(width):
+    all_flags = ("app-build", "suite-digest", "device", "cli-version", "server-build", "model")
+    results = [
+        _summary_result(index, flags=all_flags[: index % 7], status=("passed", "failed", "incomplete")[index % 3], wall=index * 97.0)
+        for index in range(60)
+    ]
+    table = render_summary_table(results, width=width)
+    assert max(len(line) for line in table.splitlines()) <= width
+    header = table.splitlines()[0].split()
+    assert header == ["suite", "verdict", "wall", "calls", "turns", "tokens", "cost", "Δcalls", "flags"]
+    # every flag kind shows up by its abbreviation
+    for word in ("app", "suite", "dev", "cli", "srv", "model"):
+        assert word in table.split()
+
+
+@pytest.mark.parametrize(
+    ("result", "cells"),
+    [
+        (_summary_result(3, wall=4.2), ["pass", "4.2s", "3", "4", "10.5k", "$12.50", "+2"]),
+        (_summary_result(0, wall=65.0, status="failed"), ["FAIL", "1m05s", "3", "4", "10.5k", "$0.012", "-1"]),
+        (_summary_result(1, wall=7300, status="incomplete"), ["INCOMP", "2h01m", "3", "4", "10.5k", "$12.50", "0"]),
+        (_summary_result(2, baseline=False), ["pass", "4.2s", "3", "4", "10.5k", "$0.012", "-"]),
+    ],
+)
+def test_summary_row_cells(result, cells):
+    row = render_summary_table([result]).splitlines()[2].split()
+    assert row[1:8] == cells
+
+
+def test_short_suite_names_are_kept_whole_and_long_ones_keep_both_ends():
+    short = {**_summary_result(1), "suite": "bug-repro"}
+    long = _summary_result(2, flags=("app-build", "device", "server-build", "model"))
+    lines = render_summary_table([short, long], width=80).splitlines()
+    assert lines[2].startswith("bug-repro ")
+    name = lines[3].split()[0]
+    assert "…" in name and name.startswith("suite-") and name.endswith("002")
+
+
+def test_verbose_details_show_metric_rows_diff_and_run_dir():
+    document = _document(baseline=_baseline(), sequence=["observe", "observe"])
+    details = render_verbose_details([document])
+    assert "benchmark/agent/suites/bug-repro.yml::bug-repro: passed" in details.splitlines()[0]
+    assert "  + tapOn" in details.splitlines()
+    assert any(line.split()[:2] == ["toolCounts.tapOn", "1"] for line in details.splitlines())
+    assert details.splitlines()[-1] == "Run directory: /runs/bug-repro/20261130T030000Z-1a2b3c4d"
+
+
+# ----------------------------------------------------------------------------- secrets
+
+PLANTED = {
+    "ANTHROPIC_API_KEY": "sk-ant-api03-PLANTEDAPIKEY",
+    "CLAUDE_CODE_OAUTH_TOKEN": "sk-ant-oat01-PLANTEDOAUTH",
+    "ANTHROPIC_BASE_URL": "https://gwuser:gwPLANTEDPASS@gateway.example.com/anthropic",
+    "HTTPS_PROXY": "http://pxuser:pxPLANTEDPASS@proxy.example:3128",
+    "AWS_ACCESS_KEY_ID": "AKIAPLANTEDKEYID",
+    "AWS_SECRET_ACCESS_KEY": "PLANTEDAWSSECRET/abc",
+    "PATH": "/usr/bin:/bin",
+}
+PLANTED_VALUES = ("PLANTEDAPIKEY", "PLANTEDOAUTH", "gwPLANTEDPASS", "pxPLANTEDPASS", "AKIAPLANTEDKEYID", "PLANTEDAWSSECRET")
+
+
+def test_scrub_masks_secret_values_and_url_credentials_anywhere():
+    value = {"a": ["token sk-ant-api03-PLANTEDAPIKEY", {"b": "via http://pxuser:pxPLANTEDPASS@proxy.example:3128"}], "n": 3}
+    scrubbed = scrub(value, PLANTED)
+    assert scrubbed == {"a": ["token ***", {"b": "via http://pxuser:***@proxy.example:3128"}], "n": 3}
+
+
+def test_no_planted_secret_reaches_snippet_result_or_terminal(tmp_path):
+    build = server_build_fingerprint(
+        profile_build_files=[],
+        agent_command="sh",
+        environ=PLANTED,
+        adb_endpoint="tcp:localhost:5037",
+        adb_versions={"/usr/bin/adb": "Android Debug Bridge version 1.0.41"},
+        project_root=tmp_path,
+        managed_settings_dirs=(),
+    )
+    fingerprints = {**FINGERPRINTS, "serverBuild": build.digest}
+    # The agent echoed secrets into its reply and a tool result: evidence must be masked.
+    audit = _audit(
+        stumbles=[Stumble("tool-error", "observe", f"proxy {PLANTED['HTTPS_PROXY']} refused")],
+        seen=f"EXPECTED_COUNT: 3 (key {PLANTED['ANTHROPIC_API_KEY']}, aws {PLANTED['AWS_SECRET_ACCESS_KEY']})",
+    )
+    assert snippet_blockers(
+        verdict_status="passed",
+        stumble_count=0,
+        clear_app_data=True,
+        device_fingerprint=fingerprints["deviceFingerprint"],
+        app_build=fingerprints["appBuild"],
+        claude_code_version="2.1.197",
+        observed_model="claude-sonnet-5-5",
+    ) == ()
+    block = _baseline(server_build=build.digest)
+    snippet = render_snippet(block, ["observe"], suite_name="bug-repro", run_dir="/runs/x")
+    document = _document(audit, baseline=block, fingerprints=fingerprints, server_build_components=build.components, environ=PLANTED)
+    outputs = {
+        "baseline.yml": snippet,
+        "result.json": json.dumps(document),
+        "report": render_text_report(document),
+        "summary": render_summary_table([document]) + render_verbose_details([document]),
+    }
+    for name, text in outputs.items():
+        for secret in PLANTED_VALUES:
+            assert secret not in text, f"{secret} leaked into {name}"
+    assert yaml.safe_load(snippet)["baseline"]["serverBuild"] == build.digest
+    assert document["fingerprints"]["serverBuildComponents"]["provider.credential"] == "ANTHROPIC_API_KEY,CLAUDE_CODE_OAUTH_TOKEN"
