@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import jsonschema
 import pytest
 import yaml
 
+import pytest_agentbench
 from pytest_agentbench.baseline import (
     BASELINE_KEYS,
     DiffLine,
@@ -437,3 +442,10 @@ def test_server_build_flag_names_the_components_that_differ():
         current_server_components=new,
     )
     assert [flag.message for flag in flags] == ["server build differs: python CPython 3.11.7 -> CPython 3.12.1"]
+
+
+def test_snippet_validates_against_the_suite_schema():
+    schema = json.loads((Path(pytest_agentbench.__file__).parent / "schema" / "suite.schema.json").read_text())
+    snippet = yaml.safe_load(render_snippet(_block(), ["observe", "tapOn"], suite_name="bug-repro", run_dir="/runs/x"))
+    jsonschema.validate(snippet["baseline"], schema["properties"]["baseline"])
+    jsonschema.validate(snippet["baselineToolSequence"], schema["properties"]["baselineToolSequence"])
