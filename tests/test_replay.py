@@ -484,3 +484,60 @@ def test_console_script_speaks_the_contract(tiny):
     transcript = parse_lines(completed.stdout.splitlines(keepends=True))
     assert transcript.unparseable == () and transcript.result.subtype == "success"
     assert transcript.init.cwd == str(tiny["dir"])
+
+
+# ---- acceptance: the committed plans on a simulated phone through the built-in server ---------
+
+PLAYGROUND = "dev.jasonpearson.automobile.playground"
+PREFS = (
+    ("onboarding_prefs", '<boolean name="onboarding_completed" value="true" />'),
+    ("auth_prefs", '<boolean name="is_guest_mode" value="true" />'),
+)
+ACCEPTANCE = {
+    # suite -> (package, deep link or None for the launcher activity, texts the end screen shows)
+    "bug-repro": (PLAYGROUND, "automobile://playground/demos/bugs/repro", ["Expected count: 3", "Displayed count: 0"]),
+    "ux-flow": (PLAYGROUND, "automobile://playground/demos/ux/start", ["Selected plan: Pro", "Flow complete"]),
+    "wifi-on": ("com.android.settings", None, ["AndroidWifi"]),
+}
+
+
+@pytest.mark.parametrize("suite", sorted(ACCEPTANCE))
+def test_committed_plan_leaves_the_sim_phone_in_the_suites_end_state(suite, tmp_path):
+    pytest.importorskip("pytest_agentbench.sim.fleet", reason="the simulated phone is not there yet")
+    from adbserver import start_private_adb_server
+
+    from pytest_agentbench.screen import parse_hierarchy
+    from pytest_agentbench.sim.fleet import SimFleet
+
+    package, link, end_texts = ACCEPTANCE[suite]
+    with start_private_adb_server(tmp_path) as adb_server, SimFleet(count=1, adb=adb_server.client()) as fleet:
+        serial, phone = fleet.serials[0], fleet.phones[0]
+        phone.shell(f"am force-stop {package}")
+        if package == PLAYGROUND:
+            for name, body in PREFS:
+                xml = f"<?xml version='1.0' encoding='utf-8' standalone='yes' ?>\n<map>\n    {body}\n</map>\n"
+                phone.fs.write(f"/data/data/{package}/shared_prefs/{name}.xml", xml.encode())
+        if link:
+            phone.shell(f"am start -a android.intent.action.VIEW -d {link}")
+        else:
+            phone.shell(f"monkey -p {package} -c android.intent.category.LAUNCHER 1")
+        config = tmp_path / "mcp.json"
+        env = {**adb_server.env({}), "AGENTBENCH_DEVICE_SERIAL": serial, "AGENTBENCH_LOG_DIR": str(tmp_path / "logs")}
+        config.write_text(json.dumps({"mcpServers": {"agentbench": {
+            "command": sys.executable, "args": ["-m", "pytest_agentbench.mcp_server"], "env": env}}}))
+        completed = subprocess.run(
+            [sys.executable, "-m", "pytest_agentbench.agents.replay", "-p", "--verbose", "--output-format", "stream-json",
+             "--mcp-config", str(config), "--strict-mcp-config", "--allowedTools", "mcp__agentbench",
+             "--plan", str(REPO / "benchmark" / "agent" / "plans" / f"{suite}.yml")],
+            input="Do the suite's task.", capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        )
+        assert completed.returncode == 0, completed.stderr
+        transcript = parse_lines(completed.stdout.splitlines(keepends=True))
+        assert transcript.unparseable == ()
+        assert transcript.init.mcp_servers == (McpServerStatus("agentbench", "connected"),)
+        assert [c.name for c in transcript.tool_calls if c.is_error] == []
+        assert _key_sets(completed.stdout.splitlines()) == _key_sets((REFERENCE / "ok_quiet.jsonl").read_text().splitlines())
+        dump = phone.shell("uiautomator dump /sdcard/window_dump.xml && cat /sdcard/window_dump.xml").stdout.decode()
+        texts = [node.text or node.content_desc for node in parse_hierarchy(dump[dump.index("<?xml"):])]
+        for text in end_texts:
+            assert text in texts, (suite, texts, completed.stderr[-2000:])
