@@ -486,3 +486,59 @@ def test_audit_values_are_frozen() -> None:
         audit.verdict = None  # type: ignore[misc]
     with pytest.raises(dataclasses.FrozenInstanceError):
         audit.checks[0].passed = False  # type: ignore[misc]
+
+
+REAL_STREAMS = Path(__file__).parent / "data" / "claude-code-stream"
+
+
+@pytest.mark.parametrize(
+    ("stream_file", "exit_code", "status", "reason_or_stumble"),
+    [
+        ("ok_quiet.jsonl", 0, "passed", None),
+        ("ok_v2.1.332.jsonl", 0, "passed", None),
+        ("thinking.jsonl", 0, "passed", None),
+        ("mcp_slow_blocking.jsonl", 0, "passed", None),
+        ("toolerror.jsonl", 0, "failed", "no successful call to a device-aware tool"),
+        ("text_only.jsonl", 0, "failed", "no successful call to a device-aware tool"),
+        ("write_not_allowed.jsonl", 0, "failed", "permission-denial"),
+        ("bash_disallowed.jsonl", 0, "failed", "tool-error"),
+        ("budget.jsonl", 1, "incomplete", "the run ended in error_max_budget_usd"),
+        ("maxturns.jsonl", 1, "incomplete", "the run ended in error_max_turns"),
+        ("apierror.jsonl", 1, "incomplete", "the run ended in an API error (HTTP 500)"),
+        ("mcp_fail.jsonl", 0, "incomplete", "MCP server 'dev' was failed, not connected"),
+        ("mcp_slow.jsonl", 0, "incomplete", "MCP server 'dev' was pending, not connected"),
+    ],
+    ids=[
+        "a real happy path passes",
+        "a newer CLI deferring tools behind ToolSearch passes",
+        "thinking blocks do not disturb a pass",
+        "a slow MCP server waited for passes",
+        "a real run whose only device call errored fails",
+        "a real answer without touching the device fails",
+        "a real permission denial is a stumble",
+        "a real disallowed Bash call is a tool error stumble",
+        "a real budget stop is incomplete",
+        "a real turn limit is incomplete",
+        "a real API 500 is incomplete",
+        "a real failed MCP server is incomplete",
+        "a real pending MCP server is incomplete",
+    ],
+)
+def test_verdicts_of_real_claude_code_transcripts(
+    stream_file: str, exit_code: int, status: str, reason_or_stumble: str | None
+) -> None:
+    from pytest_agentbench.transcript import parse_file
+
+    stream = parse_file(REAL_STREAMS / stream_file)
+    audit = audit_run(
+        suite=make_suite(screen_includes=("Expected count: 3",)),
+        transcript=stream,
+        process=ProcessOutcome(exit_code=exit_code, timed_out=False, signal=None, wall_clock_seconds=2.0),
+        screen=GOOD_SCREEN,
+        device_aware_tools=frozenset({"mcp__dev__observe"}),
+    )
+    assert audit.verdict.status == status, audit.verdict.reasons
+    if reason_or_stumble in {"permission-denial", "tool-error"}:
+        assert reason_or_stumble in [s.kind for s in audit.stumbles]
+    elif reason_or_stumble is not None:
+        assert any(r.startswith(reason_or_stumble) for r in audit.verdict.reasons), audit.verdict.reasons
