@@ -131,6 +131,10 @@ class FakeFs:
                 raise FileNotFoundError(2, "No such file or directory", path)
             return self.files[path][0]
 
+    def remove(self, path: str) -> None:
+        with self.lock:
+            self.files.pop(path)
+
     def write(self, path: str, data: bytes, mode: int = 0o644, mtime: int | None = None) -> None:
         with self.lock:
             if path in self.dirs:
@@ -161,6 +165,7 @@ class FakePhone:
     gate: threading.Event = field(default_factory=threading.Event)
     # sim.phone.Phone logs each command it runs; False plays a phone that leaves that to the transport.
     logs_commands: bool = True
+    installed: list[bytes] = field(default_factory=list)
 
     def shell(self, command: str) -> FakeResult:
         if self.logs_commands:
@@ -187,6 +192,13 @@ class FakePhone:
         if name == "sleep":
             time.sleep(float(args[0]))
             return FakeResult(b"", b"", 0)
+        if name in ("cmd", "pm") and "install" in args:
+            # Installs whatever APK path comes last, like `pm install -r PATH`.
+            try:
+                self.installed.append(self.fs.read(args[-1]))
+            except OSError as exc:
+                return FakeResult(f"Failure [{exc.strerror}]\n".encode(), b"", 1)
+            return FakeResult(b"Success\n", b"", 0)
         if name == "gate":
             opened = self.gate.wait(timeout=30)
             return FakeResult(b"gate opened\n" if opened else b"", b"", 0 if opened else 1)

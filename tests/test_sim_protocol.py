@@ -221,3 +221,19 @@ def test_parse_send_target_rejects_malformed(argument: bytes, problem: str) -> N
 )
 def test_file_type_mode(mode: int, is_dir: bool, expected: int) -> None:
     assert protocol.file_type_mode(mode, is_dir) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("cmd package 'install' '-r' -S 12345", (["cmd", "package", "install", "-r"], 12345)),
+        ("pm 'install' -S 7 '-t'", (["pm", "install", "-t"], 7)),
+        ("cmd package install /data/local/tmp/app.apk", None),
+        ("cmd package install-create -S 100", None),
+        ("cat '/sdcard/window_dump.xml'", None),
+        ("cmd package install -S many", None),
+        ("echo 'unterminated", None),
+    ],
+)
+def test_parse_streamed_install(command: str, expected: tuple[list[str], int] | None) -> None:
+    assert protocol.parse_streamed_install(command) == expected

@@ -190,20 +190,40 @@ def test_unknown_services_are_refused_and_the_connection_goes_on(host: RawHost, 
     assert host.run(b"exec:echo next") == b"next\n"
 
 
-def test_received_writes_are_acknowledged_and_stdin_is_accepted(host: RawHost, phone: FakePhone) -> None:
+@pytest.mark.parametrize(
+    ("service", "typed", "expected_stdout"),
+    [
+        # Piped stdin (adb shell < script): no prompt, no echo, like sh reading a pipe.
+        (b"shell,v2,raw:", b"echo hi\nfalse\n", b"hi\n"),
+        # A terminal: the device prompts and echoes, and answers with CR LF line ends.
+        (b"shell,v2,TERM=xterm-256color,pty:", b"echo hi\rfalse\r", b"sim:/ $ echo hi\r\nhi\r\nsim:/ $ false\r\nsim:/ $ "),
+    ],
+)
+def test_interactive_shell_runs_stdin_lines(host: RawHost, phone: FakePhone, service: bytes, typed: bytes, expected_stdout: bytes) -> None:
     host.handshake()
-    local_id, reply = host.open(b"shell,v2,raw:")
-    prompt = host.recv()
-    host.send(protocol.A_OKAY, local_id, reply.arg0)
-    assert protocol.decode_shell_packets(prompt.payload) == [(protocol.SHELL_STDOUT, b"sim:/ $ ")]
+    local_id, reply = host.open(service)
+    before = b""
+    if b"pty" in service:
+        prompt = host.recv()
+        host.send(protocol.A_OKAY, local_id, reply.arg0)
+        before = prompt.payload
     # One WRTE: the sim acknowledges it before the shell can answer, so the OKAY is the next message.
-    stdin = protocol.encode_shell_packet(protocol.SHELL_STDIN, b"echo hi\n") + protocol.encode_shell_packet(protocol.SHELL_CLOSE_STDIN)
+    stdin = protocol.encode_shell_packet(protocol.SHELL_STDIN, typed) + protocol.encode_shell_packet(protocol.SHELL_CLOSE_STDIN)
     host.write(local_id, reply.arg0, stdin)
-    packets = protocol.decode_shell_packets(host.read_stream(local_id, reply.arg0))
+    packets = protocol.decode_shell_packets(before + host.read_stream(local_id, reply.arg0))
     stdout = b"".join(data for packet_id, data in packets if packet_id == protocol.SHELL_STDOUT)
-    assert b"hi\n" in stdout
-    assert packets[-1] == (protocol.SHELL_EXIT, b"\x00")
-    assert phone.command_log == ["echo hi"]
+    assert stdout == expected_stdout
+    assert packets[-1] == (protocol.SHELL_EXIT, b"\x01")
+    assert phone.command_log == ["echo hi", "false"]
+
+
+def test_v1_interactive_shell_without_framing(host: RawHost) -> None:
+    host.handshake()
+    local_id, reply = host.open(b"shell:")
+    assert host.recv().payload == b"sim:/ $ "
+    host.send(protocol.A_OKAY, local_id, reply.arg0)
+    host.write(local_id, reply.arg0, b"echo v1\nexit\n")
+    assert host.read_stream(local_id, reply.arg0) == b"echo v1\r\nv1\r\nsim:/ $ exit\r\n"
 
 
 def sync_exchange(host: RawHost, requests: bytes, reply_size: int) -> bytes:
@@ -515,6 +535,21 @@ def test_a_slow_command_does_not_stall_other_calls(adb: PrivateAdb, serial: str,
         if slow.poll() is None:
             os.killpg(slow.pid, signal.SIGKILL)
             slow.wait(timeout=10)
+
+
+def test_adb_install_streams_the_apk_to_the_phone(adb: PrivateAdb, serial: str, adb_phone: FakePhone, tmp_path: Path) -> None:
+    apk = tmp_path / "app.apk"
+    apk.write_bytes(os.urandom(300_000))
+    result = adb.run("install", "-r", str(apk), serial=serial)
+    assert (result.returncode, result.stdout.splitlines()[-1]) == (0, b"Success"), result.stdout + result.stderr
+    assert adb_phone.installed[-1] == apk.read_bytes()
+    assert adb_phone.command_log[-1].startswith("cmd package install -r /data/local/tmp/")
+    assert not [path for path in adb_phone.fs.files if ".adb-install-" in path], "the staged APK was left behind"
+
+
+def test_adb_shell_with_piped_stdin_runs_each_line(adb: PrivateAdb, serial: str) -> None:
+    result = adb.run("shell", serial=serial, stdin=b"echo first\nfalse\necho last")
+    assert (result.returncode, result.stdout) == (0, b"first\nlast\n")
 
 
 def test_adb_counts_services_on_the_phone(adb: PrivateAdb, serial: str, adb_phone: FakePhone) -> None:

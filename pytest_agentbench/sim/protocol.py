@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import stat as stat_module
 import struct
 from dataclasses import dataclass, field
@@ -357,3 +358,24 @@ def parse_send_target(argument: bytes) -> tuple[str, int]:
     except ValueError as exc:
         raise ValueError(f"SEND mode {mode_text!r} in {text!r} is not a decimal number") from exc
     return path, mode
+
+
+def parse_streamed_install(command: str) -> tuple[list[str], int] | None:
+    """Recognise a streamed install (``cmd package 'install' '-r' -S 1234``, also via ``pm``).
+
+    Returns:
+        The command's words without ``-S N`` and the announced APK size, or None for any other
+        command (including one that does not parse as shell words).
+    """
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    if words[:3] != ["cmd", "package", "install"] and words[:2] != ["pm", "install"]:
+        return None
+    if "-S" not in words:
+        return None
+    flag = words.index("-S")
+    if flag + 1 >= len(words) or not words[flag + 1].isdigit():
+        return None
+    return words[:flag] + words[flag + 2 :], int(words[flag + 1])

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import posixpath
+import shlex
 import stat as stat_module
 import threading
 from collections.abc import Callable
@@ -418,24 +419,51 @@ class PhoneServer:
 
     async def _serve_exec(self, stream: _Stream, service: protocol.Service) -> None:
         self._count("exec")
+        install = protocol.parse_streamed_install(service.command)
+        if install is not None:
+            await self._serve_streamed_install(stream, *install)
+            return
         await self._latency()
         stdout, _stderr, _exit_code = await self._run_command(service.command)
+        await stream.write(stdout)
+
+    async def _serve_streamed_install(self, stream: _Stream, argv: list[str], size: int) -> None:
+        """`adb install` with the cmd feature streams the APK into `exec:cmd package install -S N`.
+
+        The phone's commands take no stdin, so the APK is staged as a file and the command is run
+        with that path instead of ``-S N``, which is what `pm install` does with a pushed APK.
+        """
+        data = await stream.read_exactly(size)
+        staged = f"/data/local/tmp/.adb-install-{stream.local_id}-{id(stream):x}.apk"
+        await self._call_fs(self.phone.fs.write, staged, data, 0o644, None)
+        try:
+            await self._latency()
+            stdout, _stderr, _exit_code = await self._run_command(shlex.join([*argv, staged]))
+        finally:
+            remove = getattr(self.phone.fs, "remove", None)
+            if remove is not None:
+                with contextlib.suppress(Exception):
+                    await self._call_fs(remove, staged)
         await stream.write(stdout)
 
     async def _serve_interactive(self, stream: _Stream, service: protocol.Service) -> None:
         """A line-at-a-time shell for `adb shell` without a command: each line runs as one command."""
         v2 = service.shell_v2
+        # With a pty the client's terminal is raw: the device echoes and prompts, like sh on a tty.
         echo = service.pty
+        prompt = _PROMPT if echo else b""
         reader = protocol.ShellPacketReader()
 
         async def send(packet_id: int, data: bytes) -> None:
             if data:
                 await stream.write(protocol.encode_shell_packet(packet_id, data) if v2 else data)
 
-        await send(protocol.SHELL_STDOUT, _PROMPT)
+        await send(protocol.SHELL_STDOUT, prompt)
         pending = bytearray()
         exit_code = 0
-        while True:
+        stdin_closed = False
+        newline = b"\r\n" if echo else b"\n"
+        while not stdin_closed:
             data = await stream.read_some()
             if not data:
                 return
@@ -445,26 +473,30 @@ class PhoneServer:
                     if packet_id == protocol.SHELL_STDIN:
                         stdin += packet
                     elif packet_id == protocol.SHELL_CLOSE_STDIN:
-                        stdin += b"\nexit\n"
+                        stdin_closed = True
+                        # sh runs a last line that has no newline when its input ends.
+                        if (pending + stdin).strip() and not (pending + stdin).endswith((b"\n", b"\r")):
+                            stdin += b"\n"
                 data = stdin
-            if echo:
-                await send(protocol.SHELL_STDOUT, data.replace(b"\r", b"\r\n"))
-            pending += data.replace(b"\r", b"\n")
+            # A terminal sends CR for Enter; a pipe sends LF.
+            pending += data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
             while b"\n" in pending:
                 line, _, rest = bytes(pending).partition(b"\n")
                 pending = bytearray(rest)
+                if echo:
+                    await send(protocol.SHELL_STDOUT, line + newline)
                 command = line.decode("utf-8", "replace").strip()
                 if command in ("exit", "logout"):
-                    if v2:
-                        await stream.write(protocol.encode_shell_exit(exit_code))
-                    return
+                    stdin_closed = True
+                    break
                 if command:
                     await self._latency()
                     stdout, stderr, exit_code = await self._run_command(command)
-                    newline = b"\r\n" if echo else b"\n"
                     await send(protocol.SHELL_STDOUT, stdout.replace(b"\n", newline))
                     await send(protocol.SHELL_STDERR if v2 else protocol.SHELL_STDOUT, stderr.replace(b"\n", newline))
-                await send(protocol.SHELL_STDOUT, _PROMPT)
+                await send(protocol.SHELL_STDOUT, prompt)
+        if v2:
+            await stream.write(protocol.encode_shell_exit(exit_code))
 
     async def _serve_sync(self, stream: _Stream, service: protocol.Service) -> None:
         self._count("sync")
