@@ -552,6 +552,20 @@ def test_adb_shell_with_piped_stdin_runs_each_line(adb: PrivateAdb, serial: str)
     assert (result.returncode, result.stdout) == (0, b"first\nlast\n")
 
 
+def test_pure_python_adb_shell_push_and_pull(adb: PrivateAdb, serial: str, adb_phone: FakePhone, tmp_path: Path) -> None:
+    # The plugin's device layer talks through pure-python-adb: shell v1 and sync STAT/SEND/RECV.
+    from ppadb.client import Client
+
+    device = Client("127.0.0.1", adb.port).device(serial)
+    assert device.shell("both") == "to stdout\nto stderr\n"
+    content = os.urandom(1_000_003)
+    (tmp_path / "up.bin").write_bytes(content)
+    device.push(str(tmp_path / "up.bin"), "/data/local/tmp/pp.bin")
+    assert adb_phone.fs.read("/data/local/tmp/pp.bin") == content
+    device.pull("/data/local/tmp/pp.bin", str(tmp_path / "down.bin"))
+    assert (tmp_path / "down.bin").read_bytes() == content
+
+
 def test_adb_counts_services_on_the_phone(adb: PrivateAdb, serial: str, adb_phone: FakePhone) -> None:
     before = adb_phone.counters.copy()
     adb.run("shell", "true", serial=serial)
