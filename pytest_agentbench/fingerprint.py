@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from pytest_agentbench.baseline import UNKNOWN, digest_json, sha256_prefix
+from pytest_agentbench.baseline import UNKNOWN, app_build, digest_json, sha256_prefix
 from pytest_agentbench.device.shellscript import Script, sh
 
 # --------------------------------------------------------------------------- device fingerprint
@@ -276,6 +276,33 @@ def parse_device_fingerprint(output: str) -> dict[str, str]:
         "rotation": read(_parse_rotation, "windowDisplays", "accelerometerRotation", "userRotation"),
     }
     return {name: fingerprint[name] for name in DEVICE_FINGERPRINT_FIELDS}
+
+
+def parse_app_build(dumpsys_package: str, *, apk_sha256: str | None = None) -> dict[str, object]:
+    """The `appBuild` fingerprint from `dumpsys package <pkg>` output.
+
+    Only the first `Packages:` entry counts: an updated system app also lists its factory
+    version under `Hidden system packages:` further down.
+
+    Args:
+        dumpsys_package: Output of `dumpsys package <package>`.
+        apk_sha256: SHA-256 prefix of the suite's APK when it sets `app.apkPath`.
+
+    Returns:
+        `baseline.app_build(...)`; values that are not in the output are "unknown".
+    """
+    text = dumpsys_package.split("Hidden system packages:", 1)[0]
+
+    def first(pattern: str) -> str | None:
+        match = re.search(pattern, text, re.MULTILINE)
+        return match[1].strip() if match else None
+
+    return app_build(
+        version_name=first(r"^\s*versionName=(.+)$"),
+        version_code=first(r"^\s*versionCode=(\d+)"),
+        last_update_time=first(r"^\s*lastUpdateTime=(.+)$"),
+        apk_sha256=apk_sha256,
+    )
 
 
 # --------------------------------------------------------------------------- server build

@@ -13,6 +13,7 @@ from pytest_agentbench.fingerprint import (
     ServerBuild,
     changed_components,
     device_fingerprint_script,
+    parse_app_build,
     parse_device_fingerprint,
     provider_identity,
     scoring_code_digest,
@@ -156,6 +157,34 @@ def test_a_cut_off_output_reads_the_missing_sections_as_unknown():
 
 def test_empty_output_is_all_unknown():
     assert set(parse_device_fingerprint("").values()) == {"unknown"}
+
+
+DUMPSYS_PACKAGE = """\
+Packages:
+  Package [dev.example.playground] (4f1a2b3):
+    userId=10123
+    versionCode=12 minSdk=24 targetSdk=34
+    versionName=1.2.0
+    lastUpdateTime=2026-11-30 02:59:00
+Hidden system packages:
+  Package [dev.example.playground] (1a2b3c4):
+    versionCode=1 minSdk=24 targetSdk=34
+    versionName=1.0
+    lastUpdateTime=2008-12-31 16:00:00
+"""
+
+
+@pytest.mark.parametrize(
+    ("output", "apk", "expected"),
+    [
+        (DUMPSYS_PACKAGE, None, {"versionName": "1.2.0", "versionCode": 12, "lastUpdateTime": "2026-11-30 02:59:00"}),
+        (DUMPSYS_PACKAGE, "0123456789abcdef", {"versionName": "1.2.0", "versionCode": 12, "apkSha256": "0123456789abcdef"}),
+        ("Unable to find package: dev.example.none\n", None, {"versionName": "unknown", "versionCode": "unknown", "lastUpdateTime": "unknown"}),
+        ("    versionCode=3 minSdk=24\n", None, {"versionName": "unknown", "versionCode": 3, "lastUpdateTime": "unknown"}),
+    ],
+)
+def test_parse_app_build(output, apk, expected):
+    assert parse_app_build(output, apk_sha256=apk) == expected
 
 
 # ----------------------------------------------------------------------------- server build
