@@ -90,6 +90,8 @@ class SuiteItem(pytest.Item):
         names = self.fixture_names()
         params = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in names]
         _requested_fixtures.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        # pytest's fixture error report shows the requesting function's source as `item.obj`.
+        self.obj = _requested_fixtures
         self.funcargs: dict[str, Any] = {}
         self._fixtureinfo = self.session._fixturemanager.getfixtureinfo(node=self, func=_requested_fixtures, cls=None)
         self.fixturenames = self._fixtureinfo.names_closure

@@ -1,0 +1,261 @@
+"""Tests for plugin.py through pytester: collection, selection, bad suites, markers, options, fixtures, loading."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+PROMPT = "Do the task on {deviceSerial}.\nRESULT: <value>\n"
+
+
+def suite_text(name: str, **extra: str) -> str:
+    lines = [
+        f"name: {name}",
+        "platform: android",
+        "prompt: ../prompts/task.txt",
+        "app: {packageName: com.example.app}",
+        "verify: {answerIncludes: ['RESULT: ok'], screenIncludes: [Done]}",
+    ]
+    lines += [f"{key}: {value}" for key, value in extra.items()]
+    return "\n".join(lines) + "\n"
+
+
+def make_suites(pytester: pytest.Pytester, *names: str, base: str = "benchmark/agent") -> Path:
+    root = pytester.path / base
+    (root / "suites").mkdir(parents=True, exist_ok=True)
+    (root / "prompts").mkdir(parents=True, exist_ok=True)
+    (root / "prompts" / "task.txt").write_text(PROMPT, encoding="utf-8")
+    for name in names:
+        (root / "suites" / f"{name}.yml").write_text(suite_text(name), encoding="utf-8")
+    return root
+
+
+def test_node_ids_and_collect_only(pytester: pytest.Pytester) -> None:
+    make_suites(pytester, "bug-repro", "ux-flow")
+    result = pytester.runpytest("--collect-only", "-q")
+    result.stdout.fnmatch_lines([
+        "benchmark/agent/suites/bug-repro.yml::bug-repro",
+        "benchmark/agent/suites/ux-flow.yml::ux-flow",
+        "2 tests collected*",
+    ])
+    assert result.ret == 0
+
+
+@pytest.mark.parametrize("expression", ["bug_repro", "bug-repro", "bug_repro and agentbench", "not ux_flow"])
+def test_k_selects_both_spellings(pytester: pytest.Pytester, expression: str) -> None:
+    make_suites(pytester, "bug-repro", "ux-flow")
+    result = pytester.runpytest("--agentbench-dry-run", "-k", expression)
+    result.assert_outcomes(passed=1, deselected=1)
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["benchmark/agent/suites/ux-flow.yml"], {"ux-flow"}),
+        (["benchmark/agent/suites"], {"bug-repro", "ux-flow"}),
+        (["benchmark/agent/suites/bug-repro.yml::bug-repro"], {"bug-repro"}),
+        (["-m", "agentbench"], {"bug-repro", "ux-flow"}),
+    ],
+)
+def test_paths_and_markers_select(pytester: pytest.Pytester, args: list[str], expected: set[str]) -> None:
+    make_suites(pytester, "bug-repro", "ux-flow")
+    items, _ = pytester.inline_genitems(*args)
+    assert {item.name for item in items} == expected
+
+
+def test_item_location_points_at_the_name_line(pytester: pytest.Pytester) -> None:
+    root = make_suites(pytester)
+    (root / "suites" / "demo.yml").write_text("# leading comment\n\n" + suite_text("demo"), encoding="utf-8")
+    items, _ = pytester.inline_genitems()
+    assert [item.location for item in items] == [("benchmark/agent/suites/demo.yml", 2, "suite: demo")]
+    assert items[0].get_closest_marker("agentbench") is not None
+
+
+def test_other_yaml_is_never_touched(pytester: pytest.Pytester) -> None:
+    root = make_suites(pytester, "demo")
+    (root / "plans").mkdir()
+    (root / "plans" / "demo.yml").write_text("steps: [unclosed\n", encoding="utf-8")
+    (pytester.path / "config.yml").write_text(": : not yaml {\n", encoding="utf-8")
+    (root / "suites" / "notes.yaml").write_text("not: [a suite\n", encoding="utf-8")
+    (root / "suites" / "README.md").write_text("docs\n", encoding="utf-8")
+    result = pytester.runpytest("--collect-only", "-q")
+    result.stdout.fnmatch_lines(["benchmark/agent/suites/demo.yml::demo", "1 test collected*"])
+    assert result.ret == 0
+
+
+def test_suite_dir_names_come_from_the_ini(pytester: pytest.Pytester) -> None:
+    root = make_suites(pytester, base="bench")
+    (root / "suites").rename(root / "jobs")
+    (root / "jobs" / "demo.yml").write_text(suite_text("demo"), encoding="utf-8")
+    pytester.makeini("[pytest]\nagentbench_suite_dirs = jobs other\n")
+    items, _ = pytester.inline_genitems()
+    assert [item.nodeid for item in items] == ["bench/jobs/demo.yml::demo"]
+
+
+def test_several_bad_suites_give_several_errors_without_traceback(pytester: pytest.Pytester) -> None:
+    root = make_suites(pytester, "good")
+    (root / "suites" / "slow.yml").write_text(suite_text("slow", claude="{timeoutSeconds: -5}"), encoding="utf-8")
+    (root / "suites" / "typo.yml").write_text(suite_text("typo", verfy="{}"), encoding="utf-8")
+    (root / "suites" / "broken.yml").write_text("name: broken\nverify: [\n", encoding="utf-8")
+    (root / "suites" / "twice.yml").write_text(suite_text("twice") + "name: twice\n", encoding="utf-8")
+    result = pytester.runpytest("--agentbench-dry-run")
+    result.stdout.fnmatch_lines([
+        "*ERROR collecting benchmark/agent/suites/broken.yml*",
+        "benchmark/agent/suites/broken.yml: (yaml) line 3, column 1:*",
+        "*ERROR collecting benchmark/agent/suites/slow.yml*",
+        "benchmark/agent/suites/slow.yml: claude.timeoutSeconds: expected a number > 0, got -5",
+        "*ERROR collecting benchmark/agent/suites/twice.yml*",
+        "*found duplicate key 'name' (first defined on line 1)*",
+        "*ERROR collecting benchmark/agent/suites/typo.yml*",
+        "benchmark/agent/suites/typo.yml: verfy: unknown key (did you mean 'verify'?)*",
+        "*4 errors*",
+    ])
+    output = result.stdout.str()
+    assert "Traceback" not in output
+    assert "suite.py" not in output and "raise SuiteError" not in output
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+
+
+def test_junitxml_has_one_testcase_per_suite(pytester: pytest.Pytester) -> None:
+    make_suites(pytester, "alpha", "beta", "gamma")
+    result = pytester.runpytest("--agentbench-dry-run", "--junitxml=report.xml")
+    assert result.ret == 0
+    cases = ET.parse(pytester.path / "report.xml").getroot().findall(".//testcase")
+    assert sorted(case.get("name") for case in cases) == ["alpha", "beta", "gamma"]
+    assert {case.get("classname") for case in cases} == {"benchmark.agent.suites.alpha.yml", "benchmark.agent.suites.beta.yml", "benchmark.agent.suites.gamma.yml"}
+    assert all(case.find("failure") is None and case.find("error") is None for case in cases)
+
+
+def test_options_are_in_the_agentbench_group(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--help")
+    result.stdout.fnmatch_lines([
+        "agent benchmarks on Android devices (pytest-agentbench):",
+        "*--device=SERIAL*",
+        "*--model=MODEL*",
+        "*--claude=COMMAND*",
+        "*--server-instructions*",
+        "*--agentbench-output=DIR*",
+        "*--agentbench-dry-run*",
+    ])
+    result.stdout.fnmatch_lines(["*agentbench_output (string)*", "*agentbench_suite_dirs (args)*", "*agentbench_server (string)*", "*agentbench_automobile_dir (string)*"])
+
+
+def test_marker_is_registered(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--markers")
+    result.stdout.fnmatch_lines(["@pytest.mark.agentbench: an agent benchmark suite*"])
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["-o", "agentbench_server=nope"], "*agentbench_server = 'nope' is not a known MCP server profile*"),
+        (["-o", "agentbench_server=auto-mobile"], "*needs the AutoMobile checkout*"),
+        (["-o", "agentbench_server=mobile-mcp", "--server-instructions"], "*--server-instructions: the mobile-mcp MCP server*"),
+        (["--model", " "], "*Invalid model ' ': expected a non-empty value*"),
+    ],
+)
+def test_bad_settings_are_usage_errors(pytester: pytest.Pytester, args: list[str], message: str) -> None:
+    make_suites(pytester, "demo")
+    result = pytester.runpytest("--agentbench-dry-run", *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+
+
+FIXTURE_CONFTEST = '''
+import sys, types
+import pytest
+
+EVENTS = []
+
+@pytest.fixture(scope="session")
+def agentbench_device():
+    EVENTS.append("device")
+    yield "emulator-5554"
+    EVENTS.append("device teardown")
+
+@pytest.fixture
+def agentbench_run_dir(tmp_path):
+    EVENTS.append("run_dir")
+    return tmp_path
+
+@pytest.fixture
+def agentbench_private_daemon(agentbench_run_dir):
+    EVENTS.append("daemon")
+    yield {"dir": agentbench_run_dir}
+    EVENTS.append("daemon teardown")
+
+@pytest.fixture
+def agentbench_preflight(agentbench_device):
+    EVENTS.append("preflight")
+    return "preflighted"
+
+@pytest.fixture(autouse=True)
+def fake_run_module(monkeypatch):
+    # Stand in for pytest_agentbench.run so the item's real-run path can be observed here.
+    module = types.ModuleType("pytest_agentbench.run")
+    def run_suite_item(item):
+        EVENTS.append("run " + item.suite.name + " " + ",".join(sorted(item.funcargs)))
+        assert item.funcargs["agentbench_device"] == "emulator-5554"
+        assert item.funcargs["agentbench_preflight"] == "preflighted"
+    module.run_suite_item = run_suite_item
+    monkeypatch.setitem(sys.modules, "pytest_agentbench.run", module)
+
+def pytest_sessionfinish(session):
+    print("EVENTS:", "|".join(EVENTS))
+'''
+
+
+def test_items_request_fixtures_like_test_functions(pytester: pytest.Pytester) -> None:
+    make_suites(pytester, "demo")
+    pytester.makeconftest(FIXTURE_CONFTEST)
+    result = pytester.runpytest("-s")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([
+        "*EVENTS: device|run_dir|daemon|preflight|run demo agentbench_device,agentbench_preflight,"
+        "agentbench_private_daemon,agentbench_run_dir,fake_run_module,monkeypatch,request,tmp_path,tmp_path_factory"
+        "|daemon teardown|device teardown",
+    ])
+
+
+def test_dry_run_requests_no_run_fixtures(pytester: pytest.Pytester) -> None:
+    make_suites(pytester, "demo")
+    pytester.makeconftest('''
+import pytest
+
+@pytest.fixture
+def agentbench_device():
+    raise AssertionError("a dry run must not resolve a device")
+''')
+    result = pytester.runpytest("--agentbench-dry-run")
+    result.assert_outcomes(passed=1)
+
+
+def test_missing_fixture_is_reported_like_pytest_does(pytester: pytest.Pytester) -> None:
+    make_suites(pytester, "demo")
+    result = pytester.runpytest()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*fixture 'agentbench_device' not found*"])
+
+
+@pytest.mark.parametrize(
+    ("args", "collected"),
+    [([], 0), (["-p", "agentbench"], 1)],
+)
+def test_loading_with_autoload_disabled(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, args: list[str], collected: int) -> None:
+    make_suites(pytester, "demo")
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    result = pytester.runpytest_subprocess(*args, "--collect-only", "-q", "-p", "no:cacheprovider")
+    if collected:
+        result.stdout.fnmatch_lines(["benchmark/agent/suites/demo.yml::demo", "1 test collected*"])
+        assert result.ret == 0
+    else:
+        assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+
+
+def test_autoload_collects_without_p(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    make_suites(pytester, "demo")
+    monkeypatch.delenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", raising=False)
+    result = pytester.runpytest_subprocess("--agentbench-dry-run", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
