@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import socket
@@ -359,14 +360,25 @@ def test_each_command_is_logged_once(phone_logs_commands: bool) -> None:
     assert (phone.counters["shell"], phone.counters["exec"]) == (2, 1)
 
 
-def test_latency_still_serves_every_service(phone: FakePhone) -> None:
+def test_latency_delays_each_service_and_each_sync_reply(phone: FakePhone, monkeypatch: pytest.MonkeyPatch) -> None:
+    delays: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def recording_sleep(delay: float, *args: object) -> object:
+        delays.append(delay)
+        return await real_sleep(delay, *args)
+
+    monkeypatch.setattr(asyncio, "sleep", recording_sleep)
     with PhoneServer(phone, latency_ms=5) as server:
         raw = RawHost(server.port)
         try:
             raw.handshake()
             assert raw.run(b"shell:echo slow") == b"slow\n"
+            requests = protocol.encode_sync_request("STAT", b"/sdcard") + protocol.encode_sync_request("STA2", b"/sdcard")
+            sync_exchange(raw, requests, 16 + 72)
         finally:
             raw.close()
+    assert delays == [0.005, 0.005, 0.005]
 
 
 def test_stop_is_idempotent_and_closes_connections(phone: FakePhone) -> None:
