@@ -1,0 +1,368 @@
+"""A suite's app + preflight settings -> the device in the suite's start state, in a few batched adb round trips."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Mapping
+from xml.sax.saxutils import escape, quoteattr
+
+from pytest_agentbench.device.adb import Adb
+from pytest_agentbench.device.shellscript import Script, quote, sh
+from pytest_agentbench.errors import DeviceError, PreflightError
+from pytest_agentbench.matching import screen_includes
+from pytest_agentbench.screen import app_texts, parse_hierarchy
+from pytest_agentbench.suite import AppSpec, PrefValue, PreflightSpec
+
+UNKNOWN = "unknown"
+#: Where staged files go on the device; world-readable so `run-as` (the app's uid) can copy them.
+DEVICE_STAGING_DIR = "/data/local/tmp/agentbench"
+_STEP = "@@agentbench-step@@"
+_INT32 = range(-(2**31), 2**31)
+
+
+@dataclass(frozen=True)
+class AppBuild:
+    """The installed app build, so results from different builds are never mistaken for comparable."""
+
+    version_name: str = UNKNOWN
+    version_code: str = UNKNOWN
+    last_update_time: str = UNKNOWN
+    apk_sha256: str | None = None
+
+    @property
+    def known(self) -> bool:
+        return UNKNOWN not in (self.version_name, self.version_code) and (
+            self.apk_sha256 is not None or self.last_update_time != UNKNOWN
+        )
+
+    def as_dict(self) -> dict[str, str | int]:
+        """The `baseline.appBuild` form: the APK digest replaces the install time with `apkPath`."""
+        code: str | int = int(self.version_code) if self.version_code.isdigit() else self.version_code
+        build: dict[str, str | int] = {"versionName": self.version_name, "versionCode": code}
+        if self.apk_sha256:
+            build["apkSha256"] = self.apk_sha256[:16]
+        else:
+            build["lastUpdateTime"] = self.last_update_time
+        return build
+
+
+@dataclass
+class PreflightLog:
+    """`preflight.log`: every step, its command and what the device said, appended as it happens."""
+
+    path: Path
+    lines: list[str] = field(default_factory=list)
+
+    def write(self, message: str) -> None:
+        stamp = datetime.now(timezone.utc).strftime("%H:%M:%S.%f")[:-3]
+        line = f"{stamp} {message}"
+        self.lines.append(line)
+        with open(self.path, "a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
+
+
+@dataclass(frozen=True)
+class PreflightResult:
+    """What preflight established: the app build and how many adb round trips it cost."""
+
+    app_build: AppBuild
+    round_trips: int
+    start_screen_texts: tuple[str, ...] = ()
+
+
+# ----------------------------------------------------------------------------- pure parts
+
+
+def render_shared_prefs(values: Mapping[str, PrefValue]) -> str:
+    """One SharedPreferences file in Android's XML format, each value under its typed tag.
+
+    Python types map to tags: bool -> boolean, int -> int (long beyond 32 bits), float -> float,
+    str -> string, tuple of str -> set.
+
+    Args:
+        values: Preference name -> value, as the suite validated them.
+
+    Returns:
+        The file's text.
+    """
+    lines = ["<?xml version='1.0' encoding='utf-8' standalone='yes' ?>", "<map>"]
+    for name, value in values.items():
+        attr = quoteattr(name)
+        if isinstance(value, bool):
+            lines.append(f"    <boolean name={attr} value=\"{'true' if value else 'false'}\" />")
+        elif isinstance(value, int):
+            tag = "int" if value in _INT32 else "long"
+            lines.append(f"    <{tag} name={attr} value=\"{value}\" />")
+        elif isinstance(value, float):
+            lines.append(f"    <float name={attr} value=\"{_java_float(value)}\" />")
+        elif isinstance(value, str):
+            lines.append(f"    <string name={attr}>{escape(value)}</string>")
+        else:
+            lines.append(f"    <set name={attr}>")
+            lines += [f"        <string>{escape(item)}</string>" for item in value]
+            lines.append("    </set>")
+    lines.append("</map>")
+    return "\n".join(lines) + "\n"
+
+
+def _java_float(value: float) -> str:
+    if math.isfinite(value) and value == int(value) and abs(value) < 1e7:
+        return f"{value:.1f}"
+    return repr(value)
+
+
+def _parse_app_build(dumpsys: str, package: str) -> AppBuild:
+    """versionName, versionCode and lastUpdateTime from `dumpsys package PKG` (first package block)."""
+    if f"Package [{package}]" not in dumpsys and "versionName=" not in dumpsys:
+        raise ValueError(f"`dumpsys package {package}` does not list the package: is it installed?")
+
+    def first(pattern: str) -> str:
+        match = re.search(pattern, dumpsys)
+        return match.group(1).strip() if match else UNKNOWN
+
+    return AppBuild(
+        version_name=first(r"versionName=(\S+)"),
+        version_code=first(r"versionCode=(\d+)"),
+        last_update_time=first(r"lastUpdateTime=([^\r\n]+)"),
+    )
+
+
+def _split_steps(output: str) -> list[tuple[str, str, bool]]:
+    """Cut a batched script's output into (step, output, finished) in order.
+
+    Each step prints `@@agentbench-step@@ begin NAME` before its command and
+    `@@agentbench-step@@ ok NAME` after it succeeded (they are chained with `&&`), so the
+    first step without its `ok` line is the one that failed.
+    """
+    steps: list[tuple[str, str, bool]] = []
+    current: str | None = None
+    collected: list[str] = []
+    for line in output.replace("\r\n", "\n").split("\n"):
+        if line.startswith(f"{_STEP} begin "):
+            if current is not None:
+                steps.append((current, "\n".join(collected).strip(), False))
+            current, collected = line.split(" ", 2)[2], []
+        elif line.startswith(f"{_STEP} ok ") and current is not None:
+            steps.append((current, "\n".join(collected).strip(), True))
+            current = None
+        elif current is not None:
+            collected.append(line)
+    if current is not None:
+        steps.append((current, "\n".join(collected).strip(), False))
+    return steps
+
+
+def _step(name: str, command: Script) -> Script:
+    return Script.join([sh("echo", f"{_STEP} begin {name}"), command, sh("echo", f"{_STEP} ok {name}")], "&&")
+
+
+def _write_prefs_command(package: str, file_name: str, staged: str) -> Script:
+    # run-as runs as the app's uid inside its data directory; the staged copy in
+    # /data/local/tmp is world-readable, so the app's uid can copy it into shared_prefs/.
+    inner = f"mkdir -p shared_prefs && cat {quote(staged)} > {quote('shared_prefs/' + file_name)}"
+    return sh("run-as", package, "sh", "-c", inner)
+
+
+def launch_command(package: str, launch_uri: str | None) -> Script:
+    """`am start` for the suite's deep link, or the launcher activity when there is none."""
+    if launch_uri:
+        return sh("am", "start", "-a", "android.intent.action.VIEW", "-d", launch_uri)
+    return sh("monkey", "-p", package, "-c", "android.intent.category.LAUNCHER", "1").quiet()
+
+
+def build_reset_script(app: AppSpec, preflight: PreflightSpec, staged_prefs: Mapping[str, str]) -> Script:
+    """The one batched script: app build, force-stop, clear, seed preferences, open the start screen.
+
+    Args:
+        app: The suite's app.
+        preflight: The suite's preflight settings.
+        staged_prefs: Preference file name (`onboarding_prefs.xml`) -> its staged device path.
+
+    Returns:
+        A script whose steps are chained with `&&`, each bracketed by step markers.
+    """
+    package = app.package_name
+    steps = [
+        _step("app-build", sh("dumpsys", "package", package)),
+        _step("force-stop", sh("am", "force-stop", package)),
+    ]
+    if preflight.clear_app_data:
+        steps.append(_step("clear", sh("pm", "clear", package)))
+    for file_name, staged in staged_prefs.items():
+        steps.append(_step(f"prefs {file_name}", _write_prefs_command(package, file_name, staged)))
+    steps.append(_step("launch", launch_command(package, preflight.launch_uri)))
+    return Script.join(steps, "&&")
+
+
+def extract_hierarchy(raw: bytes) -> str:
+    """The XML of `uiautomator dump /dev/tty` output (a real device appends a status line)."""
+    text = raw.decode("utf-8", "replace")
+    start = text.find("<?xml")
+    end = text.rfind("</hierarchy>")
+    if start < 0 or end < 0:
+        raise ValueError(f"uiautomator printed no hierarchy: {text[:200]!r}")
+    return text[start : end + len("</hierarchy>")]
+
+
+def missing_texts(expected: tuple[str, ...], texts: list[str]) -> list[str]:
+    """Expected strings that no app text shows (the same standalone match as verify.screenIncludes)."""
+    return [want for want in expected if not screen_includes(texts, want)]
+
+
+# ----------------------------------------------------------------------------- device steps
+
+
+def dump_screen(adb: Adb, serial: str, *, timeout_s: float = 30) -> str:
+    """One uiautomator dump straight to stdout (one round trip), as XML text.
+
+    Raises:
+        DeviceError: uiautomator printed no hierarchy (for example "could not get idle state").
+        DeviceLost: The device went away.
+    """
+    raw = adb.exec_out(serial, ["uiautomator", "dump", "/dev/tty"], timeout_s=timeout_s)
+    try:
+        return extract_hierarchy(raw)
+    except ValueError as exc:
+        raise DeviceError(f"{serial}: {exc}", command="uiautomator dump /dev/tty") from None
+
+
+def run_preflight(
+    adb: Adb,
+    serial: str,
+    *,
+    app: AppSpec,
+    preflight: PreflightSpec,
+    run_dir: Path,
+    sleep=time.sleep,
+) -> PreflightResult:
+    """Put the device and app into the suite's start state; nothing here is measured.
+
+    Writes `preflight.log` and `preflight/` (staged preference files, `start-screen.xml`) under
+    `run_dir`. With `app.apk_path`, installs the APK and checks the installed base APK's SHA-256.
+
+    Args:
+        adb: The device layer.
+        serial: The claimed device.
+        app: The suite's app.
+        preflight: The suite's preflight settings.
+        run_dir: The run directory.
+        sleep: Waits `settleSeconds` (injected by tests).
+
+    Returns:
+        The app build and the round trips spent.
+
+    Raises:
+        PreflightError: A step failed; the message names the step and what the device said.
+        DeviceLost: The device went away.
+    """
+    stage_dir = run_dir / "preflight"
+    stage_dir.mkdir(parents=True, exist_ok=True)
+    log = PreflightLog(run_dir / "preflight.log")
+    trips_before = adb.round_trips
+    package = app.package_name
+    log.write(f"device {serial}, app {package}")
+
+    apk_sha256 = _install_apk(adb, serial, app, log) if app.apk_path else None
+
+    staged: dict[str, str] = {}
+    for name, values in preflight.shared_preferences.items():
+        file_name = f"{name}.xml"
+        xml = render_shared_prefs(values)
+        (stage_dir / file_name).write_text(xml, encoding="utf-8")
+        staged[file_name] = f"{DEVICE_STAGING_DIR}/{file_name}"
+    for file_name, remote in staged.items():
+        adb.push(serial, (stage_dir / file_name).read_bytes(), remote, mode=0o644)
+        log.write(f"staged {file_name} -> {remote}")
+
+    script = build_reset_script(app, preflight, staged)
+    log.write(f"$ {script.text}")
+    result = adb.shell(serial, script, check=False, timeout_s=60)
+    steps = _split_steps(result.stdout)
+    for name, output, finished in steps:
+        shown = output if name != "app-build" else _app_build_lines(output)
+        log.write(f"[{name}] {'ok' if finished else 'FAILED'}{': ' + shown if shown else ''}")
+    failed = next(((name, output) for name, output, finished in steps if not finished), None)
+    if failed is not None or result.exit_code != 0 or not steps:
+        name, output = failed or ("script", result.stdout.strip())
+        raise PreflightError(
+            f"preflight step `{name}` failed on {serial} (exit {result.exit_code}): {output[-500:] or '(no output)'}"
+            f"{_remedy(name, package)}; see {log.path}"
+        )
+    if "Error:" in dict((n, o) for n, o, _ in steps).get("launch", ""):
+        raise PreflightError(f"opening the start screen failed: {dict((n, o) for n, o, _ in steps)['launch']}; see {log.path}")
+    try:
+        build = _parse_app_build(steps[0][1], package)
+    except ValueError as exc:
+        raise PreflightError(f"{exc}; see {log.path}") from None
+    if apk_sha256:
+        build = AppBuild(build.version_name, build.version_code, build.last_update_time, apk_sha256)
+    log.write(f"app build: {build.as_dict()}")
+
+    if preflight.settle_seconds:
+        log.write(f"settling {preflight.settle_seconds}s")
+        sleep(preflight.settle_seconds)
+
+    texts: tuple[str, ...] = ()
+    if preflight.start_screen_includes:
+        xml = dump_screen(adb, serial)
+        texts = tuple(app_texts(parse_hierarchy(xml), package))
+        missing = missing_texts(preflight.start_screen_includes, list(texts))
+        if missing:
+            (run_dir / "start-screen.xml").write_text(xml, encoding="utf-8")
+            raise PreflightError(
+                f"the start screen does not show {', '.join(repr(m) for m in missing)}; "
+                f"the app shows: {', '.join(repr(t) for t in texts[:20]) or '(no text of this app)'}; "
+                f"see {run_dir / 'start-screen.xml'} for where the app landed"
+            )
+        log.write(f"start screen shows {list(preflight.start_screen_includes)}")
+    trips = adb.round_trips - trips_before
+    log.write(f"preflight done in {trips} adb round trips")
+    return PreflightResult(app_build=build, round_trips=trips, start_screen_texts=texts)
+
+
+def _app_build_lines(output: str) -> str:
+    keep = [line.strip() for line in output.splitlines() if re.search(r"versionName=|versionCode=|lastUpdateTime=", line)]
+    return "; ".join(keep[:3])
+
+
+def _remedy(step: str, package: str) -> str:
+    if step == "app-build":
+        return f" (is {package} installed?)"
+    if step.startswith("prefs"):
+        return f" (seeding preferences needs a debuggable build of {package} for run-as)"
+    return ""
+
+
+def _install_apk(adb: Adb, serial: str, app: AppSpec, log: PreflightLog) -> str:
+    assert app.apk_path is not None
+    data = app.apk_path.read_bytes()
+    local_sha = hashlib.sha256(data).hexdigest()
+    remote = f"{DEVICE_STAGING_DIR}/{app.package_name}.apk"
+    adb.push(serial, data, remote, mode=0o644)
+    log.write(f"pushed {app.apk_path} ({len(data)} bytes, sha256 {local_sha[:16]}) -> {remote}")
+    script = Script.join([sh("pm", "install", "-r", remote), sh("pm", "path", app.package_name)], "&&")
+    result = adb.shell(serial, script, check=False, timeout_s=180)
+    log.write(f"$ {script.text}\n{result.stdout.strip()}")
+    paths = re.findall(r"^package:(\S+base\.apk)\s*$", result.stdout, re.MULTILINE)
+    if result.exit_code != 0 or not paths:
+        raise PreflightError(f"installing {app.apk_path} as {app.package_name} failed: {result.stdout.strip()[-500:]}")
+    hashed = adb.shell(serial, ["sha256sum", paths[0]], check=False)
+    if hashed.exit_code != 0 or not re.match(r"[0-9a-f]{64}\b", hashed.stdout.strip()):
+        raise PreflightError(
+            f"the device cannot hash the installed APK ({hashed.stdout.strip()[:200] or 'no sha256sum'}); "
+            "install the app yourself and remove app.apkPath to run without the check"
+        )
+    device_sha = hashed.stdout.split()[0]
+    if device_sha != local_sha:
+        raise PreflightError(
+            f"the installed base APK of {app.package_name} ({device_sha[:16]}) is not {app.apk_path} "
+            f"({local_sha[:16]}): the APK was built for another package, or the install did not take"
+        )
+    log.write(f"installed base APK matches sha256 {local_sha[:16]}")
+    return local_sha

@@ -1,0 +1,312 @@
+"""A suite item with its fixtures -> one measured run: preflight, isolated agent, post-run dump, audit, artifacts, outcome."""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping
+
+import pytest
+
+from pytest_agentbench import baseline as baselines
+from pytest_agentbench import report
+from pytest_agentbench.audit import Audit, ProcessOutcome, ScreenSnapshot, Verdict, audit_run
+from pytest_agentbench.errors import DeviceError, DeviceLost, VerdictFailed
+from pytest_agentbench.fingerprint import UNKNOWN, ServerBuild, scoring_code_digest, server_build_fingerprint
+from pytest_agentbench.invocation import Invocation, build_invocation
+from pytest_agentbench.preflight import PreflightResult, dump_screen
+from pytest_agentbench.redact import mask_secrets
+from pytest_agentbench.runner import AgentExit, run_agent
+from pytest_agentbench.screen import parse_hierarchy
+from pytest_agentbench.servers.probe import probe_device_aware_tools
+from pytest_agentbench.transcript import Transcript, parse_file
+
+if TYPE_CHECKING:
+    from pytest_agentbench.fixtures import ClaimedDevice, PrivateDaemon
+    from pytest_agentbench.plugin import SuiteItem
+    from pytest_agentbench.session import AgentbenchSession
+    from pytest_agentbench.suite import Suite
+
+#: The user property naming a run's result.json; the session summary reads it (it survives xdist).
+RESULT_PROPERTY = "agentbench_result_json"
+_session_cache_key = pytest.StashKey[dict]()
+
+
+@dataclass
+class RunArtifacts:
+    """Paths of one run's files, as the seed's artifact table names them."""
+
+    run_dir: Path
+
+    def __getattr__(self, name: str) -> Path:
+        names = {
+            "prompt": "prompt.md", "mcp_config": "mcp-config.json", "command": "claude-command.json",
+            "transcript": "claude.jsonl", "stderr": "claude.stderr", "screen": "screen.xml",
+            "result": "result.json", "snippet": "baseline.yml",
+        }
+        if name not in names:
+            raise AttributeError(name)
+        return self.run_dir / names[name]
+
+
+def _cache(config: pytest.Config) -> dict:
+    if _session_cache_key not in config.stash:
+        config.stash[_session_cache_key] = {}
+    return config.stash[_session_cache_key]
+
+
+def device_aware_tools(config: pytest.Config, invocation: Invocation, environ: Mapping[str, str]) -> frozenset[str]:
+    """The server's device-aware tools, from its own `tools/list`, fetched once per session."""
+    cache = _cache(config)
+    ((name, _),) = invocation.mcp_config["mcpServers"].items()
+    key = ("tools", name)
+    if key not in cache:
+        cache[key] = probe_device_aware_tools(invocation.mcp_config, environ=environ)
+    return cache[key]
+
+
+def adb_client_versions(environ: Mapping[str, str]) -> dict[str, str]:
+    """`adb version` of every adb client the MCP server might run: PATH's and the SDK's."""
+    candidates = {"path": shutil.which("adb", path=environ.get("PATH"))}
+    for variable in ("ANDROID_HOME", "ANDROID_SDK_ROOT"):
+        if environ.get(variable):
+            candidates[variable] = str(Path(environ[variable]) / "platform-tools" / "adb")
+    versions = {}
+    for label, path in candidates.items():
+        if not path or not os.access(path, os.X_OK):
+            versions[label] = UNKNOWN if label == "path" else "absent"
+            continue
+        try:
+            done = subprocess.run([path, "version"], capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL)
+            versions[label] = done.stdout
+        except (OSError, subprocess.TimeoutExpired):
+            versions[label] = UNKNOWN
+    return versions
+
+
+def server_build(session: AgentbenchSession, environ: Mapping[str, str], adb_endpoint: str) -> ServerBuild:
+    """`serverBuild` for this session (computed once: it hashes files and runs `adb version`)."""
+    cache = _cache(session.config)
+    if "server_build" not in cache:
+        files = [Path(p) for pattern in session.profile.build_files for p in sorted(glob.glob(pattern, recursive=True))]
+        cache["server_build"] = server_build_fingerprint(
+            profile_build_files=files,
+            agent_command=session.options.claude,
+            environ=environ,
+            adb_endpoint=adb_endpoint,
+            adb_versions=adb_client_versions(environ),
+            project_root=session.config.rootpath,
+        )
+    return cache["server_build"]
+
+
+def agent_cli_version(config: pytest.Config, transcript: Transcript, claude: str) -> str:
+    """The CLI version from the stream's init event; `--version` only when the stream names none."""
+    if transcript.init is not None and transcript.init.claude_code_version:
+        return transcript.init.claude_code_version
+    cache = _cache(config)
+    if ("version", claude) not in cache:
+        try:
+            done = subprocess.run([claude, "--version"], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+            match = re.match(r"\s*(\S+)", done.stdout) if done.returncode == 0 else None
+            cache[("version", claude)] = match.group(1) if match else UNKNOWN
+        except (OSError, subprocess.TimeoutExpired):
+            cache[("version", claude)] = UNKNOWN
+    return cache[("version", claude)]
+
+
+# ----------------------------------------------------------------------------- the run
+
+
+def write_run_files(artifacts: RunArtifacts, invocation: Invocation) -> None:
+    """prompt.md, mcp-config.json and claude-command.json, before the agent starts."""
+    artifacts.prompt.write_text(invocation.prompt, encoding="utf-8")
+    artifacts.mcp_config.write_text(json.dumps(invocation.mcp_config, indent=2) + "\n", encoding="utf-8")
+    command = {
+        "argv": invocation.argv,
+        "cwd": str(invocation.workdir),
+        "envRemoved": list(invocation.env_removed),
+        "envSet": mask_secrets(invocation.env_set),
+    }
+    artifacts.command.write_text(json.dumps(command, indent=2) + "\n", encoding="utf-8")
+
+
+def read_post_run_screen(device: ClaimedDevice, suite: Suite, artifacts: RunArtifacts) -> tuple[ScreenSnapshot | None, str | None]:
+    """Take the claim back and dump the screen (suites with screen checks only).
+
+    Returns:
+        The snapshot (None when the suite has no screen checks) and, when the device went
+        away, why (the run is then incomplete).
+    """
+    reclaim = device.take_back()
+    if not suite.verify.screen_includes:
+        return None, None
+    if not reclaim.screen_readable:
+        return ScreenSnapshot(None, reclaim.reason), None
+    try:
+        xml = dump_screen(device.adb, device.serial)
+    except DeviceLost as lost:
+        return ScreenSnapshot(None, f"the device went away: {lost}"), f"the device went away during the run: {lost}"
+    except DeviceError as error:
+        return ScreenSnapshot(None, f"the screen could not be dumped: {error}"), None
+    artifacts.screen.write_text(xml, encoding="utf-8")
+    return ScreenSnapshot(parse_hierarchy(xml)), None
+
+
+def run_suite_item(item: SuiteItem) -> None:
+    """The `runtest` of a suite item: everything from preflight to the pytest outcome."""
+    device: ClaimedDevice = item.funcargs["agentbench_device"]
+    run_dir: Path = item.funcargs["agentbench_run_dir"]
+    daemon: PrivateDaemon = item.funcargs["agentbench_private_daemon"]
+    prepare = item.funcargs["agentbench_preflight"]
+    session = item.agentbench
+    suite = item.suite
+    artifacts = RunArtifacts(run_dir)
+    environ = dict(os.environ)
+    item.user_properties.append(("agentbench_run_dir", str(run_dir)))
+    item.user_properties.append(("agentbench_device", device.serial))
+
+    preflight: PreflightResult = prepare(suite)
+    workdir = Path(tempfile.mkdtemp(prefix="agentbench-agent-"))
+    try:
+        invocation = build_invocation(
+            suite, options=session.options, profile=session.profile, run_dir=run_dir,
+            workdir=workdir, serial=device.serial, environ=environ, private_dirs=daemon.dirs,
+        )
+        write_run_files(artifacts, invocation)
+        tools = device_aware_tools(item.config, invocation, environ)
+        device.hand_over()
+        started_at = _now()
+        agent = run_agent(
+            invocation.argv, env=invocation.env, cwd=workdir, prompt=invocation.prompt,
+            stdout_path=artifacts.transcript, stderr_path=artifacts.stderr,
+            timeout_s=suite.claude.timeout_seconds,
+        )
+        finished_at = _now()
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    screen, lost_reason = read_post_run_screen(device, suite, artifacts)
+    transcript = parse_file(artifacts.transcript)
+    process = ProcessOutcome(
+        exit_code=agent.exit_code, timed_out=agent.timed_out, signal=agent.signal,
+        wall_clock_seconds=agent.wall_clock_seconds,
+    )
+    audit = audit_run(suite=suite, transcript=transcript, process=process, screen=screen, device_aware_tools=tools)
+    if lost_reason and audit.verdict.status != "incomplete":
+        audit = dataclasses.replace(audit, verdict=Verdict("incomplete", (lost_reason,)))
+    result = record_result(
+        item, audit=audit, transcript=transcript, agent=agent, preflight=preflight, device=device,
+        invocation=invocation, artifacts=artifacts, environ=environ, started_at=started_at, finished_at=finished_at,
+    )
+    publish_outcome(item, result, transcript)
+
+
+def record_result(
+    item: SuiteItem, *, audit: Audit, transcript: Transcript, agent: AgentExit, preflight: PreflightResult,
+    device: ClaimedDevice, invocation: Invocation, artifacts: RunArtifacts, environ: Mapping[str, str],
+    started_at: str, finished_at: str,
+) -> dict[str, Any]:
+    """Fingerprints, the baseline comparison, baseline.yml when allowed, and result.json."""
+    session = item.agentbench
+    suite = item.suite
+    build = server_build(session, environ, adb_endpoint=str(device.adb.endpoint))
+    app = preflight.app_build
+    app_build = baselines.app_build(
+        version_name=None if app.version_name == UNKNOWN else app.version_name,
+        version_code=None if app.version_code == UNKNOWN else app.version_code,
+        last_update_time=None if app.last_update_time == UNKNOWN else app.last_update_time,
+        apk_sha256=app.apk_sha256[:16] if app.apk_sha256 else None,
+    )
+    observed_model = transcript.observed_model or UNKNOWN
+    cli_version = agent_cli_version(item.config, transcript, session.options.claude)
+    fingerprints = {
+        "appBuild": app_build,
+        "suiteDigest": baselines.suite_digest(suite.raw, prompt_text=suite.prompt_text, model_override=session.options.model),
+        "deviceFingerprint": dict(device.fingerprint),
+        "claudeCodeVersion": cli_version,
+        "serverBuild": build.digest,
+        "observedModel": observed_model,
+    }
+    blockers = baselines.snippet_blockers(
+        verdict_status=audit.verdict.status, stumble_count=len(audit.stumbles),
+        clear_app_data=suite.preflight.clear_app_data, device_fingerprint=device.fingerprint,
+        app_build=app_build, claude_code_version=cli_version, observed_model=observed_model,
+    )
+    snippet_path = None
+    if not blockers:
+        block = baselines.build_baseline_block(
+            recorded_at=finished_at, metrics=audit.metrics, app_build=app_build,
+            suite_digest=fingerprints["suiteDigest"], device_fingerprint=device.fingerprint,
+            claude_code_version=cli_version, server_build=build.digest, observed_model=observed_model,
+        )
+        text = baselines.render_snippet(block, audit.tool_sequence, suite_name=suite.name, run_dir=str(artifacts.run_dir))
+        artifacts.snippet.write_text(text, encoding="utf-8")
+        snippet_path = str(artifacts.snippet)
+    result = report.build_result_document(
+        suite_name=suite.name, suite_file=str(suite.path), run_dir=str(artifacts.run_dir), audit=audit,
+        fingerprints=fingerprints, scoring_code=scoring_code_digest(), nodeid=item.nodeid,
+        started_at=started_at, finished_at=finished_at, device_serial=device.serial,
+        agent_command=invocation.argv, requested_model=baselines.requested_model(suite.raw, session.options.model),
+        server_build_components=build.components, baseline=suite.baseline,
+        baseline_tool_sequence=suite.baseline_tool_sequence, snippet_path=snippet_path,
+        snippet_blockers=blockers, environ=environ,
+    )
+    result["process"] = {
+        "exitCode": agent.exit_code, "signal": agent.signal, "timedOut": agent.timed_out,
+        "wallClockSeconds": agent.wall_clock_seconds,
+    }
+    result["preflight"] = {"roundTrips": preflight.round_trips, "appBuild": app_build}
+    artifacts.result.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return result
+
+
+def publish_outcome(item: pytest.Item, result: dict[str, Any], transcript: Transcript | None) -> None:
+    """Result -> JUnit properties, report sections, and the pytest outcome (pass, fail, xfail)."""
+    metrics = result.get("metrics") or {}
+    verdict = result.get("verdict") or {}
+    status = verdict.get("status", "incomplete")
+    item.user_properties.append(("agentbench_verdict", status))
+    for name in ("toolCalls", "deviceAwareCalls", "turns", "inputTokens", "outputTokens", "costUsd", "wallClockSeconds", "stumbles"):
+        if metrics.get(name) is not None:
+            item.user_properties.append((f"agentbench_{name}", str(metrics[name])))
+    item.user_properties.append((RESULT_PROPERTY, str(Path(result["runDirectory"]) / "result.json")))
+    text = report.render_text_report(result, current_scoring_code=scoring_code_digest())
+    item.add_report_section("call", "agentbench report", text)
+    if transcript is not None and transcript.tool_calls:
+        item.add_report_section("call", "agent transcript", _transcript_tail(transcript))
+    reasons = "; ".join(verdict.get("reasons") or ()) or "no reason recorded"
+    if status == "passed":
+        return
+    if status == "failed":
+        raise VerdictFailed(verdict, f"failed: {reasons}\n\n{text}")
+    pytest.xfail(f"incomplete: {reasons}")
+
+
+def _transcript_tail(transcript: Transcript, limit: int = 30) -> str:
+    lines = []
+    for call in transcript.tool_calls[-limit:]:
+        shown = "(no result)" if call.result_text is None else " ".join(call.result_text.split())[:160]
+        marker = "!" if call.is_error else " "
+        lines.append(f"{marker} {call.name}({json.dumps(call.input, ensure_ascii=False)[:120]}) -> {shown}")
+    if transcript.final_text:
+        lines.append("final: " + " | ".join(transcript.final_text.strip().splitlines()[-4:]))
+    return "\n".join(lines)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def shell_line(argv: list[str]) -> str:
+    """An argv as one copy-pasteable shell line."""
+    return shlex.join(argv)

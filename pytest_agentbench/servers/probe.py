@@ -1,0 +1,113 @@
+"""An MCP server's config entry -> its device-aware tool names, read from the server's own `tools/list`."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from pytest_agentbench.errors import AgentbenchError
+
+#: Tools that never count as device use even if a server gave them a `device` property.
+NEVER_DEVICE_AWARE = frozenset({"listDevices", "setToolEnabled"})
+
+
+def is_device_aware_schema(name: str, input_schema: Mapping[str, Any] | None) -> bool:
+    """A tool is device-aware when its input schema has a string property `device`.
+
+    Args:
+        name: The tool's short name (as the server lists it).
+        input_schema: The tool's JSON Schema for its arguments.
+
+    Returns:
+        True for tools that act on a phone; inventory and control tools never count.
+    """
+    if name in NEVER_DEVICE_AWARE or not input_schema:
+        return False
+    device = (input_schema.get("properties") or {}).get("device")
+    if not isinstance(device, Mapping):
+        return False
+    kind = device.get("type")
+    if kind == "string" or (isinstance(kind, list) and "string" in kind):
+        return True
+    # pydantic renders `str | None` as anyOf: [{type: string}, {type: null}].
+    return any(isinstance(option, Mapping) and option.get("type") == "string" for option in device.get("anyOf", ()))
+
+
+def device_aware_tool_names(server_name: str, tools: Iterable[tuple[str, Mapping[str, Any] | None]]) -> frozenset[str]:
+    """Full agent-side names (`mcp__<server>__<tool>`) of the device-aware tools in a listing."""
+    return frozenset(f"mcp__{server_name}__{name}" for name, schema in tools if is_device_aware_schema(name, schema))
+
+
+def list_server_tools(server: Mapping[str, Any], *, environ: Mapping[str, str], timeout_s: float = 60.0) -> list[tuple[str, dict]]:
+    """Start the server from its MCP config entry, list its tools, and stop it.
+
+    The probe runs with private state in a throwaway directory so it touches no run's files.
+
+    Args:
+        server: One `mcpServers` entry (`command`, `args`, `env`).
+        environ: The environment the server inherits (its own `env` is laid over it).
+        timeout_s: Seconds for start-up and the listing together.
+
+    Returns:
+        (tool name, input schema) pairs.
+
+    Raises:
+        AgentbenchError: The server did not start or did not answer `tools/list` in time.
+    """
+    with tempfile.TemporaryDirectory(prefix="agentbench-probe-") as scratch:
+        env = {**environ, **_redirect_state(server.get("env") or {}, Path(scratch))}
+        params = StdioServerParameters(command=server["command"], args=list(server.get("args") or []), env=env, cwd=scratch)
+        try:
+            return asyncio.run(asyncio.wait_for(_list(params, Path(scratch)), timeout_s))
+        except (asyncio.TimeoutError, TimeoutError):
+            raise AgentbenchError(
+                f"the MCP server `{server['command']}` did not list its tools within {timeout_s:.0f}s"
+            ) from None
+        except Exception as exc:  # noqa: BLE001 - any start-up failure is the same story for the user
+            raise AgentbenchError(
+                f"could not list the tools of the MCP server `{server['command']} {' '.join(server.get('args') or [])}`: {exc}"
+            ) from None
+
+
+def _redirect_state(server_env: Mapping[str, str], scratch: Path) -> dict[str, str]:
+    # Private-state directories in the config point at a run directory; the probe must not write there.
+    redirected = {}
+    for name, value in server_env.items():
+        if name.endswith(("_DIR", "_DATA_DIR", "_DB_DIR", "_LOG_DIR", "_SOCKET_DIR")) and "COORDINATION" not in name:
+            target = scratch / name.lower()
+            target.mkdir(parents=True, exist_ok=True)
+            redirected[name] = str(target)
+        else:
+            redirected[name] = value
+    return redirected
+
+
+async def _list(params: StdioServerParameters, scratch: Path) -> list[tuple[str, dict]]:
+    with open(scratch / "server.stderr", "w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                listing = await session.list_tools()
+    return [(tool.name, dict(tool.input_schema or {})) for tool in listing.tools]
+
+
+def probe_device_aware_tools(mcp_config: Mapping[str, Any], *, environ: Mapping[str, str] | None = None) -> frozenset[str]:
+    """Device-aware full tool names of the single server in an MCP config.
+
+    Args:
+        mcp_config: The generated config (`{"mcpServers": {name: entry}}`).
+        environ: The inherited environment (default `os.environ`).
+
+    Returns:
+        Names like `mcp__agentbench__tapOn`.
+    """
+    ((name, entry),) = mcp_config["mcpServers"].items()
+    tools = list_server_tools(entry, environ=dict(os.environ if environ is None else environ))
+    return device_aware_tool_names(name, tools)
