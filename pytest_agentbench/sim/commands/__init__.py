@@ -1,0 +1,35 @@
+"""Command names -> handlers: the registry every command family module adds itself to."""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Callable
+
+from ..shell import Handler
+
+COMMANDS: dict[str, Handler] = {}
+# Directories whose binaries resolve by name, as clients send `/system/bin/screencap -p`.
+_BIN_DIRS = ("/system/bin", "/system/xbin", "/vendor/bin", "/bin", "/sbin", "/product/bin")
+
+
+def command(*names: str) -> Callable[[Handler], Handler]:
+    """Register a handler under one or more command names."""
+
+    def register(handler: Handler) -> Handler:
+        for name in names:
+            COMMANDS[name] = handler
+        return handler
+
+    return register
+
+
+def lookup(name: str) -> Handler | None:
+    """The handler for argv[0]: a bare name, or an absolute path in a bin directory."""
+    if "/" in name:
+        directory, base = posixpath.split(posixpath.normpath(name))
+        return COMMANDS.get(base) if directory in _BIN_DIRS else None
+    return COMMANDS.get(name)
+
+
+# Importing the families registers their commands.
+from . import am, cmd, coreutils, dumpsys, input, pm, props, run_as, screencap, settings, uiautomator, wm  # noqa: E402,F401

@@ -1,0 +1,39 @@
+"""`cmd SERVICE ...` -> the service's command handler (package, uimode, settings, activity)."""
+
+from __future__ import annotations
+
+from ..shell import Invocation
+from . import command
+
+
+@command("cmd")
+def cmd(inv: Invocation) -> int:
+    if not inv.args:
+        return inv.fail("cmd: No service specified; use -l to list all running services. Use -w to start and wait for a service.", 255)
+    service, rest = inv.args[0], inv.args[1:]
+    if service == "uimode":
+        return _uimode(inv, rest)
+    if service == "-l":
+        inv.out("Currently running services:\n" + "".join(f"  {name}\n" for name in _SERVICES))
+        return 0
+    target = _SERVICES.get(service)
+    if target is None:
+        return inv.fail(f"cmd: Can't find service: {service}", 255)
+    return inv.run_argv([target, *rest])
+
+
+_SERVICES = {"package": "pm", "activity": "am", "settings": "settings", "window": "wm", "input": "input",
+             "uimode": "uimode"}
+
+
+def _uimode(inv: Invocation, args: list[str]) -> int:
+    if not args or args[0] != "night":
+        return inv.fail("UI mode service commands:\n  night [yes|no|auto|custom]", 255)
+    table = inv.phone.settings["secure"]
+    if len(args) > 1:
+        if args[1] not in ("yes", "no", "auto"):
+            return inv.fail(f"Error: mode must be 'yes', 'no', or 'auto'", 255)
+        table["ui_night_mode"] = {"no": "1", "yes": "2", "auto": "0"}[args[1]]
+    mode = {"1": "no", "2": "yes", "0": "auto"}.get(table.get("ui_night_mode", "1"), "no")
+    inv.out(f"Night mode: {mode}\n")
+    return 0
