@@ -175,7 +175,8 @@ def test_claim_of_a_dead_process_is_reclaimed(tmp_path: Path, dead_pid: int) -> 
     claim = acquire_claim(SERIAL, scope=SCOPE, root=tmp_path, token="mine")
     assert claim.still_held()
     assert path.read_text(encoding="utf-8").startswith(f"{os.getpid()}\nmine\n")
-    assert sorted(p.name for p in path.parent.iterdir()) == [path.name]
+    # Only the claim and the reclaimers' flock file remain: no temp or stale copies.
+    assert sorted(p.name for p in path.parent.iterdir()) == [path.name, path.name + ".reclaim"]
 
 
 @pytest.mark.parametrize(

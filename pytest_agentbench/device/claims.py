@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import base64
 import datetime as _dt
+import fcntl
 import itertools
 import json
 import os
@@ -49,8 +50,8 @@ BENCHMARK_LOCK_SUFFIX = ".agent-benchmark"
 _LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 _SECURE_DIR_MODE = 0o700
 _SECURE_FILE_MODE = 0o600
-# A stale file can be re-taken by a racing reclaimer between our rename and link; a few rounds
-# settle every realistic race, and a bound keeps a pathological loop from spinning forever.
+# A claim can be released or reclaimed between a failed link() and the read that follows; a few
+# rounds settle every realistic race, and a bound keeps a pathological loop from spinning forever.
 _MAX_ACQUIRE_ROUNDS = 8
 
 # Temp and stale-marker names must be unique per call even across threads of one process.
@@ -371,7 +372,7 @@ def _acquire(
                 return claim  # taking back a claim we already hold (same pid and token)
             if holder.alive:
                 raise DeviceBusy(_busy_message(serial, holder, remedy))
-            _set_aside_stale(path, holder)
+            _remove_stale(path, holder)
         raise DeviceBusy(f"device {serial}: the {kind} at {path} kept changing hands; try again")
     finally:
         try:
@@ -380,33 +381,32 @@ def _acquire(
             pass
 
 
-def _set_aside_stale(path: Path, observed: Holder) -> None:
-    """Move a dead owner's file aside, restoring it if a live claimant replaced it meanwhile.
+def _remove_stale(path: Path, observed: Holder) -> None:
+    """Remove a dead owner's file, unless it changed since it was read.
 
-    rename() is atomic: of several reclaimers only one moves this exact file. If what it moved is
-    not the stale file it read (a live claim landed between read and rename), the file is linked
-    back so its owner keeps it, and the next round refuses.
+    Reclaimers take an flock on `<file>.reclaim` first, so only one of them judges and removes
+    the stale file at a time; a racing reclaimer then finds the winner's live claim. Acquirers
+    only ever link() into an empty path and never remove anyone's file, so under the lock the
+    re-read file cannot change before it is unlinked. flock is released by the kernel when a
+    process dies, so a crash inside this section leaves no lock behind. The `.reclaim` file is
+    kept: unlinking a file others may be waiting to lock would split them onto two inodes.
     """
-    marker = path.with_name(f"{path.name}.{_unique_suffix()}.stale")
+    guard = path.with_name(path.name + ".reclaim")
+    fd = os.open(guard, os.O_RDWR | os.O_CREAT, _SECURE_FILE_MODE)
     try:
-        os.rename(path, marker)
-    except FileNotFoundError:
-        return
-    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
         try:
-            moved = _read_holder(marker, observed.kind)
+            current = _read_holder(path, observed.kind)
         except _Unreadable:
-            moved = None
-        if moved is None or moved.pid != observed.pid or moved.token != observed.token:
-            try:
-                os.link(marker, path)
-            except FileExistsError:
-                pass  # yet another claimant holds the path; the next round judges that one
-    finally:
+            return  # someone is mid-way through something we cannot judge; the next round refuses
+        if current is None or current.pid != observed.pid or current.token != observed.token or current.alive:
+            return
         try:
-            marker.unlink()
+            path.unlink()
         except FileNotFoundError:
             pass
+    finally:
+        os.close(fd)  # closing the descriptor drops the flock
 
 
 def acquire_claim(
