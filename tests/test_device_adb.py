@@ -116,20 +116,23 @@ def test_parse_devices_l_rejects_line_without_state():
 @pytest.mark.parametrize(
     ("output", "expected"),
     [
-        ("hello\n__m__:0\n", ("hello\n", 0)),
-        ("no newline__m__:1\n", ("no newline", 1)),
-        ("__m__:127\n", ("", 127)),
-        ("__m__:5\n then __m__:3\r\n", ("__m__:5\n then ", 3)),
+        (b"hello\n__m__:0\n", (b"hello\n", 0)),
+        (b"no newline__m__:1\n", (b"no newline", 1)),
+        (b"__m__:127\n", (b"", 127)),
+        (b"__m__:5\n then __m__:3\r\n", (b"__m__:5\n then ", 3)),
+        (b"__m__:3", (b"", 3)),
+        (b"\x89PNG\x00\xff__m__:0\n", (b"\x89PNG\x00\xff", 0)),
+        (b"out\n__m__:127\nsh: x: not found\n", (b"out\nsh: x: not found\n", 127)),
     ],
 )
 def test_parse_exit_marker(output, expected):
-    assert _parse_exit_marker(output, "__m__") == expected
+    assert _parse_exit_marker(output, b"__m__") == expected
 
 
-@pytest.mark.parametrize("output", ["", "cut off mid", "__m__:", "__m__:x\n"])
+@pytest.mark.parametrize("output", [b"", b"cut off mid", b"__m__:", b"__m__:x\n"])
 def test_parse_exit_marker_rejects(output):
     with pytest.raises(ValueError):
-        _parse_exit_marker(output, "__m__")
+        _parse_exit_marker(output, b"__m__")
 
 
 @pytest.mark.parametrize(

@@ -241,6 +241,8 @@ class Adb:
             )
         except subprocess.TimeoutExpired as exc:
             raise DeviceUnavailable(f"`{adb} -P {self.endpoint.port} start-server` did not finish in {timeout_s:g}s") from exc
+        except OSError as exc:
+            raise DeviceUnavailable(f"could not run {adb} to start the adb server: {exc}") from exc
         if completed.returncode != 0 or not self.server_running():
             raise DeviceUnavailable(
                 f"could not start the adb server on port {self.endpoint.port}: "
@@ -329,19 +331,8 @@ class Adb:
             DeviceUnavailable: The server does not know the serial or cannot use it.
         """
         script = as_script(args)
-        marker = f"{_EXIT_MARKER_PREFIX}{secrets.token_hex(6)}__"
-        # ppadb speaks only shell v1, which carries no exit status: have the shell print it after a
-        # random marker and cut it off again. Everything that needs a status passes through here.
-        wrapped = f"{script.text}; echo {marker}:$?"
-        raw = self._device_stream(serial, f"shell:{wrapped}", timeout_s, what=script.text)
-        try:
-            output, exit_code = _parse_exit_marker(raw.decode("utf-8", "replace"), marker)
-        except ValueError as exc:
-            raise DeviceLost(
-                f"{serial}: the output of `{script.text}` ended before its exit status; "
-                "the device or adb server went away mid-command",
-                command=script.text, output=raw.decode("utf-8", "replace")[-2000:],
-            ) from exc
+        raw, exit_code = self._run_with_status(serial, "shell", script.text, timeout_s)
+        output = raw.decode("utf-8", "replace")
         if check and exit_code != 0:
             raise DeviceError(
                 f"{serial}: `{script.text}` exited {exit_code}: {_tail(output)}",
@@ -349,23 +340,47 @@ class Adb:
             )
         return ShellResult(output, exit_code)
 
-    def exec_out(self, serial: str, args: ShellArgs, *, timeout_s: float = 30) -> bytes:
+    def exec_out(self, serial: str, args: ShellArgs, *, timeout_s: float = 30, check: bool = True) -> bytes:
         """Run a command and return its raw stdout bytes (`adb exec-out`), e.g. a PNG or an XML dump.
 
         Args:
             serial: The device serial.
             args: Words to quote or a Script.
             timeout_s: Seconds before the device counts as lost.
+            check: Raise DeviceError on a non-zero exit status.
 
         Returns:
-            The bytes the command wrote, untouched (no exit status: the exec service has none).
+            The bytes the command wrote to stdout, untouched (no line-ending translation).
 
         Raises:
+            DeviceError: Non-zero exit with check=True.
             DeviceLost: The device or server vanished, or no answer within timeout_s.
             DeviceUnavailable: The server does not know the serial.
         """
         script = as_script(args)
-        return self._device_stream(serial, f"exec:{script.text}", timeout_s, what=script.text)
+        output, exit_code = self._run_with_status(serial, "exec", script.text, timeout_s)
+        if check and exit_code != 0:
+            text = output.decode("utf-8", "replace")
+            raise DeviceError(
+                f"{serial}: `{script.text}` exited {exit_code}: {_tail(text)}",
+                command=script.text, output=text, exit_code=exit_code,
+            )
+        return output
+
+    def _run_with_status(self, serial: str, service: str, command: str, timeout_s: float) -> tuple[bytes, int]:
+        # ppadb speaks only shell v1 and `exec:` has no status either: have the device shell print
+        # the status after a random marker and cut it off again. Every device command passes here,
+        # which also turns output that stops early (device gone mid-command) into DeviceLost.
+        marker = f"{_EXIT_MARKER_PREFIX}{secrets.token_hex(6)}__".encode()
+        raw = self._device_stream(serial, f"{service}:{command}; echo {marker.decode()}:$?", timeout_s, what=command)
+        try:
+            return _parse_exit_marker(raw, marker)
+        except ValueError as exc:
+            raise DeviceLost(
+                f"{serial}: the output of `{command}` ended before its exit status; "
+                "the device or adb server went away mid-command",
+                command=command, output=raw[-2000:].decode("utf-8", "replace"),
+            ) from exc
 
     def push(self, serial: str, data: bytes, remote: str, mode: int = 0o644, *, timeout_s: float = 60) -> None:
         """Write bytes to a device file over the sync protocol (`adb push`).
@@ -575,15 +590,20 @@ def _parse_devices_l(text: str) -> list[DeviceInfo]:
     return devices
 
 
-def _parse_exit_marker(output: str, marker: str) -> tuple[str, int]:
-    """Output ending in `MARKER:STATUS` -> (output before the marker, status); ValueError without it."""
-    position = output.rfind(marker + ":")
+def _parse_exit_marker(output: bytes, marker: bytes) -> tuple[bytes, int]:
+    """Output holding `MARKER:STATUS` -> (output without the marker line, status); ValueError without it.
+
+    Bytes after the status line are kept: a merged stderr can arrive after the marker when the
+    device flushes its streams separately.
+    """
+    position = output.rfind(marker + b":")
     if position < 0:
         raise ValueError("no exit marker in the output")
-    status_text = output[position + len(marker) + 1:].strip()
+    status_line, newline, late = output[position + len(marker) + 1:].partition(b"\n")
+    status_text = status_line.strip()
     if not status_text.isdigit():
         raise ValueError(f"exit marker without a number: {status_text!r}")
-    return output[:position], int(status_text)
+    return output[:position] + late, int(status_text)
 
 
 def _parse_connect_reply(message: str) -> bool:
