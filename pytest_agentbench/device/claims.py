@@ -19,6 +19,11 @@ Layout (AutoMobile 0.0.85+, read from its `foreignDeviceOwnership.ts` and `fileL
 
 Every file has the same body: line 1 the owner pid, line 2 an owner token, line 3 JSON
 `{"socketPath": ..., "acquiredAt": <epoch ms>}`. base64url is Node's: no `=` padding.
+
+A file is published complete: written to a temp file, then `link()`ed into place (EEXIST = held).
+A file whose pid is dead is stale: it is removed under an flock on `<file>.reclaim`, so racing
+reclaimers cannot both win, and the link is retried. Release removes a file only while it still
+names this claim's pid and token.
 """
 
 from __future__ import annotations
