@@ -15,41 +15,15 @@ from xml.sax.saxutils import escape, quoteattr
 from pytest_agentbench.device.adb import Adb
 from pytest_agentbench.device.shellscript import Script, quote, sh
 from pytest_agentbench.errors import DeviceError, PreflightError
+from pytest_agentbench.fingerprint import parse_app_build
 from pytest_agentbench.matching import screen_includes
 from pytest_agentbench.screen import app_texts, parse_hierarchy
 from pytest_agentbench.suite import AppSpec, PrefValue, PreflightSpec
 
-UNKNOWN = "unknown"
 #: Where staged files go on the device; world-readable so `run-as` (the app's uid) can copy them.
 DEVICE_STAGING_DIR = "/data/local/tmp/agentbench"
 _STEP = "@@agentbench-step@@"
 _INT32 = range(-(2**31), 2**31)
-
-
-@dataclass(frozen=True)
-class AppBuild:
-    """The installed app build, so results from different builds are never mistaken for comparable."""
-
-    version_name: str = UNKNOWN
-    version_code: str = UNKNOWN
-    last_update_time: str = UNKNOWN
-    apk_sha256: str | None = None
-
-    @property
-    def known(self) -> bool:
-        return UNKNOWN not in (self.version_name, self.version_code) and (
-            self.apk_sha256 is not None or self.last_update_time != UNKNOWN
-        )
-
-    def as_dict(self) -> dict[str, str | int]:
-        """The `baseline.appBuild` form: the APK digest replaces the install time with `apkPath`."""
-        code: str | int = int(self.version_code) if self.version_code.isdigit() else self.version_code
-        build: dict[str, str | int] = {"versionName": self.version_name, "versionCode": code}
-        if self.apk_sha256:
-            build["apkSha256"] = self.apk_sha256[:16]
-        else:
-            build["lastUpdateTime"] = self.last_update_time
-        return build
 
 
 @dataclass
@@ -69,9 +43,9 @@ class PreflightLog:
 
 @dataclass(frozen=True)
 class PreflightResult:
-    """What preflight established: the app build and how many adb round trips it cost."""
+    """What preflight established: the `appBuild` fingerprint and how many adb round trips it cost."""
 
-    app_build: AppBuild
+    app_build: dict[str, object]
     round_trips: int
     start_screen_texts: tuple[str, ...] = ()
 
@@ -115,22 +89,6 @@ def _java_float(value: float) -> str:
     if math.isfinite(value) and value == int(value) and abs(value) < 1e7:
         return f"{value:.1f}"
     return repr(value)
-
-
-def _parse_app_build(dumpsys: str, package: str) -> AppBuild:
-    """versionName, versionCode and lastUpdateTime from `dumpsys package PKG` (first package block)."""
-    if f"Package [{package}]" not in dumpsys and "versionName=" not in dumpsys:
-        raise ValueError(f"`dumpsys package {package}` does not list the package: is it installed?")
-
-    def first(pattern: str) -> str:
-        match = re.search(pattern, dumpsys)
-        return match.group(1).strip() if match else UNKNOWN
-
-    return AppBuild(
-        version_name=first(r"versionName=(\S+)"),
-        version_code=first(r"versionCode=(\d+)"),
-        last_update_time=first(r"lastUpdateTime=([^\r\n]+)"),
-    )
 
 
 def _split_steps(output: str) -> list[tuple[str, str, bool]]:
@@ -189,6 +147,7 @@ def build_reset_script(app: AppSpec, preflight: PreflightSpec, staged_prefs: Map
     """
     package = app.package_name
     steps = [
+        _step("installed", sh("pm", "path", package)),
         _step("app-build", sh("dumpsys", "package", package)),
         _step("force-stop", sh("am", "force-stop", package)),
     ]
@@ -294,15 +253,11 @@ def run_preflight(
             f"preflight step `{name}` failed on {serial} (exit {result.exit_code}): {output[-500:] or '(no output)'}"
             f"{_remedy(name, package)}; see {log.path}"
         )
-    if "Error:" in dict((n, o) for n, o, _ in steps).get("launch", ""):
-        raise PreflightError(f"opening the start screen failed: {dict((n, o) for n, o, _ in steps)['launch']}; see {log.path}")
-    try:
-        build = _parse_app_build(steps[0][1], package)
-    except ValueError as exc:
-        raise PreflightError(f"{exc}; see {log.path}") from None
-    if apk_sha256:
-        build = AppBuild(build.version_name, build.version_code, build.last_update_time, apk_sha256)
-    log.write(f"app build: {build.as_dict()}")
+    outputs = {name: output for name, output, _ in steps}
+    if "Error:" in outputs["launch"]:
+        raise PreflightError(f"opening the start screen failed: {outputs['launch']}; see {log.path}")
+    build = parse_app_build(outputs["app-build"], apk_sha256=apk_sha256[:16] if apk_sha256 else None)
+    log.write(f"app build: {build}")
 
     if preflight.settle_seconds:
         log.write(f"settling {preflight.settle_seconds}s")
@@ -332,7 +287,7 @@ def _app_build_lines(output: str) -> str:
 
 
 def _remedy(step: str, package: str) -> str:
-    if step == "app-build":
+    if step in ("installed", "app-build"):
         return f" (is {package} installed?)"
     if step.startswith("prefs"):
         return f" (seeding preferences needs a debuggable build of {package} for run-as)"

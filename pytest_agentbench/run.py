@@ -220,13 +220,7 @@ def record_result(
     session = item.agentbench
     suite = item.suite
     build = server_build(session, environ, adb_endpoint=str(device.adb.endpoint))
-    app = preflight.app_build
-    app_build = baselines.app_build(
-        version_name=None if app.version_name == UNKNOWN else app.version_name,
-        version_code=None if app.version_code == UNKNOWN else app.version_code,
-        last_update_time=None if app.last_update_time == UNKNOWN else app.last_update_time,
-        apk_sha256=app.apk_sha256[:16] if app.apk_sha256 else None,
-    )
+    app_build = preflight.app_build
     observed_model = transcript.observed_model or UNKNOWN
     cli_version = agent_cli_version(item.config, transcript, session.options.claude)
     fingerprints = {

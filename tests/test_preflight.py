@@ -1,0 +1,127 @@
+"""Preflight: typed preference files, the batched reset script, and the start state on a simulated phone."""
+
+from __future__ import annotations
+
+
+import pytest
+from defusedxml import ElementTree
+
+from phoneadb import PhoneAdb
+from pytest_agentbench.errors import PreflightError
+from pytest_agentbench.preflight import (
+    _split_steps,
+    build_reset_script,
+    extract_hierarchy,
+    render_shared_prefs,
+    run_preflight,
+)
+from pytest_agentbench.screen import app_texts, parse_hierarchy
+from pytest_agentbench.suite import AppSpec, PreflightSpec
+
+PLAYGROUND = "dev.jasonpearson.automobile.playground"
+SEEDS = {"onboarding_prefs": {"onboarding_completed": True}, "auth_prefs": {"is_guest_mode": True}}
+
+
+def _preflight(**overrides) -> PreflightSpec:
+    values = dict(
+        clear_app_data=True, shared_preferences=SEEDS, launch_uri="automobile://playground/demos/bugs/repro",
+        settle_seconds=0, start_screen_includes=("Bug Reproduction Demo",),
+    )
+    values.update(overrides)
+    return PreflightSpec(**values)
+
+
+@pytest.mark.parametrize(
+    "value, element",
+    [
+        (True, '<boolean name="k" value="true" />'),
+        (False, '<boolean name="k" value="false" />'),
+        (3, '<int name="k" value="3" />'),
+        (-(2**31), '<int name="k" value="-2147483648" />'),
+        (2**31, '<long name="k" value="2147483648" />'),
+        (9007199254740991, '<long name="k" value="9007199254740991" />'),
+        (1.5, '<float name="k" value="1.5" />'),
+        (2.0, '<float name="k" value="2.0" />'),
+        ("a <b> & 'c'", "<string name=\"k\">a &lt;b&gt; &amp; 'c'</string>"),
+        (("x", "y"), '<set name="k">'),
+    ],
+    ids=["true", "false", "int", "int-min", "long-just-past-int", "long-max-safe", "float", "whole-float", "string-escaped", "string-set"],
+)
+def test_each_value_gets_androids_typed_tag(value, element):
+    xml = render_shared_prefs({"k": value})
+    assert element in xml
+    ElementTree.fromstring(xml.encode())  # well-formed
+
+
+def test_string_set_lists_every_member():
+    root = ElementTree.fromstring(render_shared_prefs({"tags": ("a", "b")}).encode())
+    assert [s.text for s in root.find("set")] == ["a", "b"]
+
+
+def test_steps_are_split_and_the_first_unfinished_one_is_the_failure():
+    output = "\n".join([
+        "@@agentbench-step@@ begin app-build", "versionName=1", "@@agentbench-step@@ ok app-build",
+        "@@agentbench-step@@ begin clear", "Error: no such package",
+    ])
+    assert _split_steps(output) == [("app-build", "versionName=1", True), ("clear", "Error: no such package", False)]
+
+
+def test_reset_script_quotes_values_and_chains_steps():
+    script = build_reset_script(AppSpec("com.example; rm -rf /", None), _preflight(launch_uri="x://a b;c"), {"p.xml": "/data/local/tmp/agentbench/p.xml"})
+    assert "'com.example; rm -rf /'" in script.text
+    assert "'x://a b;c'" in script.text
+    assert script.text.count("&&") >= 8
+
+
+def test_no_launch_uri_opens_the_launcher_activity():
+    script = build_reset_script(AppSpec("com.android.settings", None), _preflight(launch_uri=None, clear_app_data=False), {})
+    assert "monkey -p com.android.settings -c android.intent.category.LAUNCHER 1" in script.text
+    assert "pm clear" not in script.text
+
+
+def test_hierarchy_is_cut_from_dev_tty_output():
+    raw = b"<?xml version='1.0' ?><hierarchy rotation=\"0\"></hierarchy>UI hierchary dumped to: /dev/tty\n"
+    assert extract_hierarchy(raw).endswith("</hierarchy>")
+    with pytest.raises(ValueError):
+        extract_hierarchy(b"ERROR: could not get idle state.")
+
+
+def test_bug_repro_preflight_lands_on_the_demo_in_few_round_trips(tmp_path):
+    adb = PhoneAdb()
+    # State from an earlier run that preflight must wipe.
+    adb.phone.shell(f"run-as {PLAYGROUND} sh -c 'mkdir -p shared_prefs && echo junk > shared_prefs/stale.xml'")
+    result = run_preflight(adb, "sim", app=AppSpec(PLAYGROUND, None), preflight=_preflight(), run_dir=tmp_path)
+    assert result.app_build["versionName"] == "1.0.0" and result.app_build["versionCode"] == 100
+    assert "Bug Reproduction Demo" in result.start_screen_texts
+    assert result.round_trips <= 5, adb.commands
+    assert (tmp_path / "preflight" / "onboarding_prefs.xml").is_file()
+    assert "ok" in (tmp_path / "preflight.log").read_text()
+    stale = adb.phone.shell(f"run-as {PLAYGROUND} ls shared_prefs").stdout.decode()
+    assert "stale.xml" not in stale and "auth_prefs.xml" in stale
+
+
+def test_missing_start_text_stops_the_run_and_keeps_the_screen(tmp_path):
+    adb = PhoneAdb()
+    with pytest.raises(PreflightError, match="does not show 'Bug Reproduction Demo'") as info:
+        run_preflight(adb, "sim", app=AppSpec(PLAYGROUND, None), preflight=_preflight(shared_preferences={}), run_dir=tmp_path)
+    assert "start-screen.xml" in str(info.value)
+    landed = app_texts(parse_hierarchy((tmp_path / "start-screen.xml").read_text()), PLAYGROUND)
+    assert any("Welcome" in text for text in landed), "redirected to onboarding without the seeded preferences"
+
+
+def test_a_missing_app_names_the_step_and_the_remedy(tmp_path):
+    with pytest.raises(PreflightError, match="is com.example.missing installed"):
+        run_preflight(PhoneAdb(), "sim", app=AppSpec("com.example.missing", None), preflight=_preflight(shared_preferences={}), run_dir=tmp_path)
+
+
+def test_preferences_need_a_debuggable_app(tmp_path):
+    spec = _preflight(shared_preferences={"x": {"a": True}}, launch_uri=None, clear_app_data=False, start_screen_includes=())
+    with pytest.raises(PreflightError, match="debuggable"):
+        run_preflight(PhoneAdb(), "sim", app=AppSpec("com.android.settings", None), preflight=spec, run_dir=tmp_path)
+
+
+def test_settle_seconds_are_waited(tmp_path):
+    waited = []
+    run_preflight(PhoneAdb(), "sim", app=AppSpec(PLAYGROUND, None), preflight=_preflight(settle_seconds=1.5),
+                  run_dir=tmp_path, sleep=waited.append)
+    assert waited == [1.5]
