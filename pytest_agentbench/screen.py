@@ -79,6 +79,10 @@ class Element:
 
     node: UiNode
     texts: tuple[str, ...]
+    # For a control with no text of its own (a row's Switch): the first text of its row.
+    context: str = ""
+    # For a row: the state of the checkable control inside it ("Switch:checked").
+    inner_state: str = ""
 
 
 def _slice_document(xml: str | bytes) -> bytes:
@@ -226,7 +230,25 @@ def indexed_elements(screen: Screen) -> tuple[Element, ...]:
             owner[position] = inherited
         elif _own_texts(node):
             chosen[position] = _own_texts(node)
-    return tuple(Element(node=screen.nodes[position], texts=tuple(texts)) for position, texts in chosen.items())
+    context: dict[int, str] = {}
+    inner_state: dict[int, list[str]] = {}
+    for position in chosen:
+        parent = screen.parents[position]
+        row = owner.get(parent) if parent >= 0 else None
+        if row is None or not screen.nodes[position].is_actionable:
+            continue
+        # A textless switch or checkbox is named by its row, and the row shows the switch's
+        # state, so "Enable Bug" and "unchecked" end up on the same line for the agent.
+        if not chosen[position] and chosen[row]:
+            context[position] = chosen[row][0]
+        node = screen.nodes[position]
+        if node.checkable:
+            inner_state.setdefault(row, []).append(f"{node.short_class}:{'checked' if node.checked else 'unchecked'}")
+    return tuple(
+        Element(node=screen.nodes[position], texts=tuple(texts), context=context.get(position, ""),
+                inner_state=" ".join(inner_state.get(position, ())))
+        for position, texts in chosen.items()
+    )
 
 
 def _quote(text: str) -> str:
@@ -258,9 +280,13 @@ def format_element(position: int, element: Element) -> str:
     node = element.node
     parts = [str(position), node.short_class or "node"]
     parts.extend(_quote(text) for text in element.texts)
+    if element.context:
+        parts.append("in " + _quote(element.context))
     if node.resource_id:
         parts.append("#" + node.short_id)
     parts.extend(_flags(node))
+    if element.inner_state:
+        parts.append(element.inner_state)
     x, y = node.center
     parts.append(f"@{x},{y}")
     return " ".join(parts)

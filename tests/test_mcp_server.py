@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from adbserver import module_adb_server  # noqa: F401  (fixture)
 from mcp import Client, StdioServerParameters
 
 from pytest_agentbench.device import claims
@@ -17,6 +18,8 @@ from pytest_agentbench.device.adb import Adb, AdbEndpoint, DeviceInfo, ShellResu
 from pytest_agentbench.device.shellscript import as_script
 from pytest_agentbench.errors import DeviceError
 from pytest_agentbench.mcp_server import ServerConfig, build_server
+from pytest_agentbench.sim.apps.model import write_shared_prefs
+from pytest_agentbench.sim.fleet import SimFleet
 
 DEVICE_TOOLS = {"observe", "tapOn", "inputText", "swipeOn", "pressButton", "launchApp", "terminateApp",
                 "openLink", "homeScreen"}
@@ -398,3 +401,83 @@ def test_stdio_server_lists_tools_answers_errors_and_logs(tmp_path: Path) -> Non
     log = (tmp_path / "logs" / "agentbench-mcp.log").read_text()
     assert "agentbench-mcp starting" in log and "emulator-9" in log
     assert (tmp_path / "data").is_dir()
+
+
+# ---------------------------------------------------------------------------- simulated phone, end to end
+
+
+@pytest.fixture(scope="module")
+def sim_phone(module_adb_server: Any) -> Any:
+    """One simulated phone attached to a private adb server; the Playground's demos unlocked."""
+    fleet = SimFleet(count=1, adb=module_adb_server.client())
+    try:
+        phone = fleet.phones[0]
+        write_shared_prefs(phone, PKG, "onboarding_prefs", {"onboarding_completed": True})
+        write_shared_prefs(phone, PKG, "auth_prefs", {"is_guest_mode": True})
+        yield fleet, module_adb_server
+    finally:
+        fleet.stop()
+
+
+def _line(observe_text: str, needle: str) -> str:
+    """The element line mentioning needle (an action result's first line is its summary, not an element)."""
+    return next(line for line in observe_text.splitlines() if needle in line and line[:1].isdigit())
+
+
+def test_bug_repro_end_to_end_on_the_simulated_phone(tmp_path: Path, sim_phone: Any) -> None:
+    fleet, adb_server = sim_phone
+    serial = fleet.serials[0]
+    cfg = config(tmp_path, AGENTBENCH_DEVICE_SERIAL=serial, ANDROID_ADB_SERVER_PORT=str(adb_server.port),
+                 ANDROID_ADB_SERVER_ADDRESS="127.0.0.1")
+    adb = adb_server.client()
+    server = build_server(cfg, adb=adb)
+
+    async def body(client: Client) -> dict[str, tuple[bool, str]]:
+        steps = {"open": await call(client, "openLink", url="automobile://playground/demos/bugs/repro"),
+                 "observe": await call(client, "observe")}
+        trips = adb.round_trips
+        steps["bug"] = await call(client, "tapOn", text="Enable Bug")
+        steps["bug_trips"] = (False, str(adb.round_trips - trips))
+        steps["add"] = await call(client, "tapOn", text="Add Item")
+        steps["again"] = await call(client, "tapOn", text="add item")
+        steps["devices"] = await call(client, "listDevices")
+        steps["wrong"] = await call(client, "tapOn", text="Ad Item")
+        steps["final"] = await call(client, "observe")
+        return steps
+
+    steps = with_client(server, body)
+    assert {name for name, (error, _) in steps.items() if error} == {"wrong"}, steps
+    observed = steps["observe"][1]
+    assert observed.splitlines()[0].startswith(f"foreground: {PKG}/")
+    assert '"Bug Reproduction Demo"' in observed and "<node" not in observed
+    assert "Switch:unchecked" in _line(observed, '"Enable Bug"')
+    assert "Switch:checked" in _line(steps["bug"][1], '"Enable Bug"')
+    # tapOn by text: a fresh dump, the tap, the dump after it.
+    assert int(steps["bug_trips"][1]) == 3
+    final = steps["final"][1]
+    assert '"Expected count: 2"' in final and '"Displayed count: 0"' in final
+    assert '"Status: Bug triggered: UI did not update"' in final
+    assert steps["devices"] == (False, f"{serial} device (this server serves only this device)")
+    assert steps["wrong"][0] and "did you mean 'Add Item'?" in steps["wrong"][1]
+
+
+def test_stdio_server_drives_the_phone_and_releases_its_claim(tmp_path: Path, sim_phone: Any) -> None:
+    fleet, adb_server = sim_phone
+    serial = fleet.serials[0]
+    env = {**adb_server.env(), "AGENTBENCH_DEVICE_SERIAL": serial,
+           "AUTOMOBILE_ADB_SERVER_COORDINATION_DIR": str(tmp_path / "claims"),
+           "AGENTBENCH_LOG_DIR": str(tmp_path / "logs")}
+    cfg = ServerConfig.from_environ(env)
+    claim = claims.claim_path(serial, scope=cfg.endpoint.scope, root=cfg.claim_root)
+    params = StdioServerParameters(command=sys.executable, args=["-m", "pytest_agentbench.mcp_server"], env=env)
+
+    async def body(client: Client) -> tuple[tuple[bool, str], tuple[bool, str], bool]:
+        launched = await call(client, "launchApp", packageName="com.android.settings")
+        unchanged = await call(client, "launchApp", packageName="com.android.settings")
+        return launched, unchanged, claim.exists()
+
+    launched, unchanged, held = with_client(params, body)
+    assert launched[0] is False and '"Network & internet"' in launched[1]
+    assert unchanged == (False, "launched com.android.settings; the screen did not change")
+    assert held
+    assert not claim.exists(), "the claim must be released when the server exits"

@@ -126,8 +126,8 @@ def test_indexed_elements_fold_row_texts_and_keep_checkables() -> None:
     assert lines == [
         '0 TextView "12:30" @100,30',
         '1 TextView "Internet" #title @540,140',
-        '2 LinearLayout "Wi-Fi" "Off" #wifi_row @540,300',
-        "3 Switch #switch_widget unchecked @970,300",
+        '2 LinearLayout "Wi-Fi" "Off" #wifi_row Switch:unchecked @540,300',
+        '3 Switch in "Wi-Fi" #switch_widget unchecked @970,300',
         '4 TextView "To see available networks, turn Wi-Fi on" @540,450',
     ]
 
