@@ -353,6 +353,7 @@ class Phone:
 
     def _install(self, app: App, *, apk: bytes | None, version_name: str, version_code: int, stamp: int) -> PackageInfo:
         previous = self.packages.get(app.package)
+        preinstalled = apk is None  # built into the system image, not installed from an APK
         self._install_serial += 1
         token = hashlib.sha256(f"{app.package}:{self._install_serial}:{stamp}".encode()).hexdigest()
         code_dir = f"/data/app/~~{token[:22]}==/{app.package}-{token[22:44]}=="
@@ -370,7 +371,7 @@ class Phone:
         info = PackageInfo(app=app, version_name=version_name, version_code=version_code,
                            first_install=previous.first_install if previous else stamp, last_update=stamp,
                            code_dir=code_dir, debuggable=app.debuggable, min_sdk=app.min_sdk,
-                           target_sdk=app.target_sdk, system=app.system and apk is None)
+                           target_sdk=app.target_sdk, system=app.system and preinstalled)
         self.packages[app.package] = info
         return info
 
