@@ -526,6 +526,10 @@ def test_exec_out_returns_raw_bytes(sim, adb):
     adb.push(serial, payload, "/data/local/tmp/raw.bin")
     assert adb.exec_out(serial, ["cat", "/data/local/tmp/raw.bin"]) == payload
     assert adb.exec_out(serial, ["screencap", "-p"]).startswith(b"\x89PNG\r\n\x1a\n")
+    assert adb.exec_out(serial, ["cat", "/data/local/tmp/missing.bin"]) == b""
+    with pytest.raises(DeviceError) as raised:
+        adb.exec_out(serial, ["cat", "/data/local/tmp/missing.bin"], check=True)
+    assert raised.value.exit_code == 1
 
 
 def test_push_pull_3mb_identical_and_stat(sim, adb):
@@ -597,3 +601,24 @@ def test_adb_server_killed_during_a_call_is_device_lost(private_adb_server):
         with pytest.raises(DeviceLost):
             adb.pull(fleet.serials[0], "/system/build.prop", timeout_s=60)
         assert time.monotonic() - started < 15
+
+
+def test_device_states_device_and_offline(private_adb_server):
+    pytest.importorskip("pytest_agentbench.sim.phone", reason="the simulated Android (sim/phone.py) is not there yet")
+    from pytest_agentbench.sim.fleet import SimFleet
+
+    adb = private_adb_server.client()
+    with SimFleet(count=2, adb=adb) as fleet:
+        online, gone = fleet.serials
+        fleet.servers[1].stop()
+        deadline = time.monotonic() + 15
+        states = {}
+        while time.monotonic() < deadline:
+            states = {info.serial: info.state for info in adb.devices()}
+            if states.get(gone) == "offline":
+                break
+            time.sleep(0.05)
+        assert states == {online: "device", gone: "offline"}
+        with pytest.raises(DeviceUnavailable, match="offline"):
+            adb.shell(gone, ["true"])
+        assert adb.shell(online, ["true"]).exit_code == 0

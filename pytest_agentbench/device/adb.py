@@ -340,14 +340,14 @@ class Adb:
             )
         return ShellResult(output, exit_code)
 
-    def exec_out(self, serial: str, args: ShellArgs, *, timeout_s: float = 30, check: bool = True) -> bytes:
+    def exec_out(self, serial: str, args: ShellArgs, *, timeout_s: float = 30, check: bool = False) -> bytes:
         """Run a command and return its raw stdout bytes (`adb exec-out`), e.g. a PNG or an XML dump.
 
         Args:
             serial: The device serial.
             args: Words to quote or a Script.
             timeout_s: Seconds before the device counts as lost.
-            check: Raise DeviceError on a non-zero exit status.
+            check: Raise DeviceError on a non-zero exit status (off by default, like `adb exec-out`).
 
         Returns:
             The bytes the command wrote to stdout, untouched (no line-ending translation).
