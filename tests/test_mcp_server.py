@@ -40,7 +40,8 @@ def _node(text: str = "", *, cls: str = "android.widget.TextView", rid: str = ""
     return f"<node {attrs}>{children}</node>" if children else f"<node {attrs} />"
 
 
-def bug_screen(expected: int = 0, displayed: int = 0, bug: bool = False, *, field_focused: bool = False) -> bytes:
+def bug_screen(expected: int = 0, displayed: int = 0, bug: bool = False, *, field_focused: bool = False,
+               clock: str = "12:30") -> bytes:
     """A bug-repro screen as `exec:` returns it: focus lines, the marker, the dump, the device's trailer."""
     body = (
         _node("Bug Reproduction Demo", bounds="[42,84][1038,254]")
@@ -54,7 +55,7 @@ def bug_screen(expected: int = 0, displayed: int = 0, bug: bool = False, *, fiel
         + _node("", cls="android.widget.EditText", rid=f"{PKG}:id/note", clickable=True, focused=field_focused,
                 bounds="[42,954][1038,1124]")
     )
-    status = _node("12:30", pkg="com.android.systemui", bounds="[42,0][200,63]")
+    status = _node(clock, pkg="com.android.systemui", bounds="[42,0][200,63]")
     root = _node(cls="android.widget.FrameLayout", bounds="[0,0][1080,2400]", children=body)
     xml = (f"<?xml version='1.0' encoding='UTF-8' standalone='yes' ?><hierarchy rotation=\"0\">{status}{root}"
            "</hierarchy>UI hierchary dumped to: /dev/tty")
@@ -241,10 +242,21 @@ def test_action_reports_the_new_screen_or_that_nothing_changed(tmp_path: Path) -
                 await call(client, "tapOn", text="Reset")]
 
     observed, changed, unchanged = with_client(server, body)
-    assert observed[1].splitlines()[0] == f"foreground: {PKG}/{PKG}.MainActivity"
+    assert observed[1].splitlines()[0] == f"foreground: {PKG}/.MainActivity"
     assert changed[1].startswith('tapped Button "Add Item" at 540,509; the screen now shows:\nforeground:')
     assert '"Expected count: 1"' in changed[1]
     assert unchanged[1] == 'tapped Button "Reset" at 540,659; the screen did not change'
+
+
+def test_a_status_bar_clock_tick_is_not_a_change(tmp_path: Path) -> None:
+    adb = CannedAdb([bug_screen(), bug_screen(clock="12:31")])
+    server = build_server(config(tmp_path, AGENTBENCH_DEVICE_SERIAL=SERIAL), adb=adb)
+
+    async def body(client: Client) -> tuple[bool, str]:
+        await call(client, "observe")
+        return await call(client, "tapOn", index=4)
+
+    assert with_client(server, body) == (False, 'tapped Button "Reset" at 540,659; the screen did not change')
 
 
 @pytest.mark.parametrize(

@@ -77,9 +77,18 @@ def _parse_foreground(lines: str, screen: Screen) -> str:
         match = pattern.search(lines)
         if match is not None:
             package, activity = match.groups()
+            # Android's own short form: pkg/.Activity when the class lives in the package.
+            if activity.startswith(package + "."):
+                activity = activity[len(package):]
             return f"{package}/{activity}"
     packages = [node.package for node in screen.nodes if node.package and node.package != "com.android.systemui"]
     return f"{packages[0]} (activity unknown)" if packages else "unknown"
+
+
+def _app_signature(screen: Screen) -> tuple[tuple[object, ...], ...]:
+    """The signature without the status bar: its clock ticking is not the agent's action changing the screen."""
+    app_nodes = [node for node in screen.nodes if node.package != "com.android.systemui"]
+    return screen_signature(app_nodes or screen.nodes)
 
 
 def encode_input_text(text: str) -> str:
@@ -122,7 +131,7 @@ class PhoneDriver:
             foreground=_parse_foreground(focus, screen),
             screen=screen,
             elements=indexed_elements(screen),
-            signature=screen_signature(screen.nodes),
+            signature=_app_signature(screen),
             raw_chars=len(xml.strip()),
         )
         self.last = observation
