@@ -17,6 +17,7 @@ import pytest
 from simfixtures import FakePhone, PrivateAdb, private_adb  # noqa: F401 - private_adb is a fixture
 
 from pytest_agentbench.sim import protocol
+from pytest_agentbench.sim.phone import Phone
 from pytest_agentbench.sim.transport import PhoneServer
 
 
@@ -492,9 +493,10 @@ def test_adb_survives_garbage_on_the_port(adb: PrivateAdb, serial: str, adb_serv
     assert (result.returncode, result.stdout) == (0, b"after garbage\n")
 
 
-def test_adb_pull_killed_mid_stream_leaves_the_server_serving(adb: PrivateAdb, serial: str, adb_server: PhoneServer, adb_phone: FakePhone, tmp_path: Path) -> None:
+def kill_a_pull_mid_stream(adb: PrivateAdb, serial: str, server: PhoneServer, fs: object, tmp_path: Path) -> None:
+    """Start pulling a 64 MiB file, freeze and kill the client mid-stream, then check the sim recovers."""
     size = 64 * 1024 * 1024
-    adb_phone.fs.write("/sdcard/huge.bin", b"\xa5" * size)
+    fs.write("/sdcard/huge.bin", b"\xa5" * size)  # type: ignore[attr-defined]
     target = tmp_path / "huge.bin"
     puller = adb.popen("pull", "/sdcard/huge.bin", str(target), serial=serial, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -503,17 +505,23 @@ def test_adb_pull_killed_mid_stream_leaves_the_server_serving(adb: PrivateAdb, s
         os.killpg(puller.pid, signal.SIGSTOP)
         assert puller.poll() is None, "the pull finished before it could be interrupted"
         assert target.stat().st_size < size
-        assert adb_server.open_streams >= 1
+        assert server.open_streams >= 1
         os.killpg(puller.pid, signal.SIGKILL)
         puller.wait(timeout=10)
     finally:
         if puller.poll() is None:
             os.killpg(puller.pid, signal.SIGKILL)
             puller.wait(timeout=10)
-        adb_phone.fs.files.pop("/sdcard/huge.bin", None)
-    wait_until(lambda: adb_server.open_streams == 0, what="the killed pull's stream to be freed")
+    wait_until(lambda: server.open_streams == 0, what="the killed pull's stream to be freed")
     result = adb.run("shell", "echo", "alive", serial=serial)
     assert (result.returncode, result.stdout) == (0, b"alive\n")
+
+
+def test_adb_pull_killed_mid_stream_leaves_the_server_serving(adb: PrivateAdb, serial: str, adb_server: PhoneServer, adb_phone: FakePhone, tmp_path: Path) -> None:
+    try:
+        kill_a_pull_mid_stream(adb, serial, adb_server, adb_phone.fs, tmp_path)
+    finally:
+        adb_phone.fs.files.pop("/sdcard/huge.bin", None)
 
 
 def test_twenty_parallel_adb_shell_calls_are_all_answered(adb: PrivateAdb, serial: str) -> None:
@@ -591,22 +599,21 @@ def test_adb_counts_services_on_the_phone(adb: PrivateAdb, serial: str, adb_phon
 
 
 @pytest.fixture(scope="module")
-def android() -> object:
-    try:
-        from pytest_agentbench.sim.phone import Phone
-
-        return Phone()
-    except ImportError as exc:
-        # sim/phone.py is written in parallel with this transport; until it imports, only the double runs.
-        pytest.skip(f"sim.phone.Phone is not importable yet: {exc}")
+def android() -> Phone:
+    return Phone()
 
 
 @pytest.fixture(scope="module")
-def android_serial(private_adb: PrivateAdb, android: object) -> Iterator[str]:  # noqa: F811
+def android_server(android: Phone) -> Iterator[PhoneServer]:
     with PhoneServer(android) as running:
-        attached = private_adb.connect(running.port)
-        yield attached
-        private_adb.disconnect(attached)
+        yield running
+
+
+@pytest.fixture(scope="module")
+def android_serial(private_adb: PrivateAdb, android_server: PhoneServer) -> Iterator[str]:  # noqa: F811
+    attached = private_adb.connect(android_server.port)
+    yield attached
+    private_adb.disconnect(attached)
 
 
 @pytest.mark.parametrize(
@@ -631,7 +638,7 @@ def test_real_phone_exec_out_uiautomator_dump(adb: PrivateAdb, android_serial: s
     assert b"<hierarchy" in result.stdout
 
 
-def test_real_phone_push_pull_and_stat(adb: PrivateAdb, android_serial: str, android: object, tmp_path: Path) -> None:
+def test_real_phone_push_pull_and_stat(adb: PrivateAdb, android_serial: str, android: Phone, tmp_path: Path) -> None:
     content = os.urandom(3 * 1024 * 1024)
     (tmp_path / "up.bin").write_bytes(content)
     assert adb.run("push", str(tmp_path / "up.bin"), "/data/local/tmp/up.bin", serial=android_serial).returncode == 0
@@ -640,7 +647,7 @@ def test_real_phone_push_pull_and_stat(adb: PrivateAdb, android_serial: str, and
     missing = adb.run("pull", "/sdcard/missing.bin", str(tmp_path / "missing.bin"), serial=android_serial)
     assert missing.returncode == 1
     assert b"No such file or directory" in missing.stdout + missing.stderr
-    assert android.counters["sync"] >= 3  # type: ignore[attr-defined]
+    assert android.counters["sync"] >= 3
 
 
 def test_real_phone_twenty_parallel_shells(adb: PrivateAdb, android_serial: str) -> None:
@@ -653,3 +660,8 @@ def test_real_phone_twenty_parallel_shells(adb: PrivateAdb, android_serial: str)
                 os.killpg(call.pid, signal.SIGKILL)
                 call.wait(timeout=10)
     assert outputs == [(f"n{n}\n".encode(), 0) for n in range(20)]
+
+
+def test_real_phone_pull_killed_mid_stream(adb: PrivateAdb, android_serial: str, android_server: PhoneServer, android: Phone, tmp_path: Path) -> None:
+    kill_a_pull_mid_stream(adb, android_serial, android_server, android.fs, tmp_path)
+    assert adb.run("shell", "rm", "/sdcard/huge.bin", serial=android_serial).returncode == 0
