@@ -1,4 +1,4 @@
-"""Tests for device/adb.py and device/shellscript.py: pure parsers, quoting, and calls against a real private adb server."""
+"""Tests for device/adb.py, device/hostprotocol.py and device/shellscript.py: pure parsers, quoting, and calls against a real private adb server."""
 
 from __future__ import annotations
 
@@ -12,11 +12,8 @@ import time
 
 import pytest
 
-from pytest_agentbench.device.adb import (
-    Adb,
-    AdbEndpoint,
-    DeviceInfo,
-    RemoteStat,
+from pytest_agentbench.device.adb import Adb, AdbEndpoint, DeviceInfo, RemoteStat
+from pytest_agentbench.device.hostprotocol import (
     _parse_connect_reply,
     _parse_devices_l,
     _parse_exit_marker,
