@@ -232,14 +232,14 @@ def indexed_elements(screen: Screen) -> tuple[Element, ...]:
             chosen[position] = _own_texts(node)
     context: dict[int, str] = {}
     inner_state: dict[int, list[str]] = {}
-    for position in chosen:
+    for position, texts in chosen.items():
         parent = screen.parents[position]
         row = owner.get(parent) if parent >= 0 else None
         if row is None or not screen.nodes[position].is_actionable:
             continue
         # A textless switch or checkbox is named by its row, and the row shows the switch's
         # state, so "Enable Bug" and "unchecked" end up on the same line for the agent.
-        if not chosen[position] and chosen[row]:
+        if not texts and chosen[row]:
             context[position] = chosen[row][0]
         node = screen.nodes[position]
         if node.checkable:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from adbserver import module_adb_server  # noqa: F401  (fixture)
+from adbserver import start_private_adb_server
 from mcp import Client, StdioServerParameters
 
 from pytest_agentbench.device import claims
@@ -30,7 +30,7 @@ SERIAL = "127.0.0.1:40001"
 def _node(text: str = "", *, cls: str = "android.widget.TextView", rid: str = "", bounds: str,
           clickable: bool = False, checkable: bool = False, checked: bool = False, focused: bool = False,
           pkg: str = PKG, children: str = "") -> str:
-    flag = lambda value: "true" if value else "false"  # noqa: E731
+    flag = lambda value: "true" if value else "false"
     attrs = (
         f'index="0" text="{text}" resource-id="{rid}" class="{cls}" package="{pkg}" content-desc="" '
         f'checkable="{flag(checkable)}" checked="{flag(checked)}" clickable="{flag(clickable)}" enabled="true" '
@@ -419,16 +419,17 @@ def test_stdio_server_lists_tools_answers_errors_and_logs(tmp_path: Path) -> Non
 
 
 @pytest.fixture(scope="module")
-def sim_phone(module_adb_server: Any) -> Any:
+def sim_phone(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """One simulated phone attached to a private adb server; the Playground's demos unlocked."""
-    fleet = SimFleet(count=1, adb=module_adb_server.client())
-    try:
-        phone = fleet.phones[0]
-        write_shared_prefs(phone, PKG, "onboarding_prefs", {"onboarding_completed": True})
-        write_shared_prefs(phone, PKG, "auth_prefs", {"is_guest_mode": True})
-        yield fleet, module_adb_server
-    finally:
-        fleet.stop()
+    with start_private_adb_server(tmp_path_factory.mktemp("adb")) as adb_server:
+        fleet = SimFleet(count=1, adb=adb_server.client())
+        try:
+            phone = fleet.phones[0]
+            write_shared_prefs(phone, PKG, "onboarding_prefs", {"onboarding_completed": True})
+            write_shared_prefs(phone, PKG, "auth_prefs", {"is_guest_mode": True})
+            yield fleet, adb_server
+        finally:
+            fleet.stop()
 
 
 def _line(observe_text: str, needle: str) -> str:

@@ -11,7 +11,12 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from pytest_agentbench.device import claims
 from pytest_agentbench.device.adb import Adb
-from pytest_agentbench.errors import DeviceBusy, DeviceError, DeviceLost, DeviceUnavailable
+from pytest_agentbench.errors import (
+    DeviceBusy,
+    DeviceError,
+    DeviceLost,
+    DeviceUnavailable,
+)
 from pytest_agentbench.mcp_server.config import ServerConfig
 from pytest_agentbench.mcp_server.driver import PhoneDriver
 

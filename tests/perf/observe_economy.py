@@ -107,8 +107,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     driver = PhoneDriver(PhoneAsAdb(phone), "perf")  # type: ignore[arg-type]
     rows = [measure(label, driver.observe()) for label in _screens(phone)]
     table = [
-        (row.screen, row.raw_chars, row.observe_chars, f"{row.ratio:.1%}", "%d/%d" % row.clickable,
-         "%d/%d" % row.text_bearing, "ok" if row.ok else "FAIL: " + "; ".join(row.missing[:3]))
+        (row.screen, row.raw_chars, row.observe_chars, f"{row.ratio:.1%}", "{}/{}".format(*row.clickable),
+         "{}/{}".format(*row.text_bearing), "ok" if row.ok else "FAIL: " + "; ".join(row.missing[:3]))
         for row in rows
     ]
     print(tabulate(table, headers=["screen", "raw XML chars", "observe chars", "ratio", "clickable listed",
