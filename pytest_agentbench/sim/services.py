@@ -92,11 +92,10 @@ class PhoneServices:
         return bytes(result.stdout), bytes(result.stderr), int(result.exit_code)
 
     async def _serve_shell(self, stream: ServiceStream, service: protocol.Service) -> None:
+        self._count("shell")
         if not service.command:
-            self._count("shell")
             await self._serve_interactive(stream, service)
             return
-        self._count("shell")
         await self._latency()
         stdout, stderr, exit_code = await self._run_command(service.command)
         if service.shell_v2:
