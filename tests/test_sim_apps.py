@@ -275,3 +275,16 @@ def test_every_screen_round_trips_through_uiautomator_dump(phone: Phone, package
     declared = [w.text for w in type(phone.packages[package].app).screens[route].widgets if w.text and "{" not in w.text and not w.when]
     assert set(declared) <= {n.get("text") for n in root.iter("node")} | {n.get("content-desc") for n in root.iter("node")}
     assert phone.shell("screencap -p").stdout[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("app_class", BUILTIN_APPS, ids=lambda cls: cls.package)
+def test_every_declared_tap_names_an_existing_handler_and_route(app_class: type) -> None:
+    app = app_class()
+    for screen in app.screens.values():
+        for widget in screen.widgets:
+            if widget.on_tap:
+                assert callable(app.handler(widget.on_tap))
+            if widget.on_tap == "go":
+                assert widget.arg in app.screens, f"{app.package}: {widget.text!r} goes to unknown route {widget.arg!r}"
+    assert app.start_route in app.screens
+    assert set(app.actions.values()) <= set(app.screens)

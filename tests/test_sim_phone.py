@@ -280,6 +280,7 @@ def test_query_activities_lists_launchable_packages(phone: Phone) -> None:
     text = out(phone, "cmd package query-activities -a android.intent.action.MAIN -c android.intent.category.LAUNCHER")
     packages = [line.strip()[len("packageName="):] for line in text.splitlines() if line.strip().startswith("packageName=")]
     assert SETTINGS in packages and PLAYGROUND in packages
+    assert "com.android.launcher3" not in packages  # the home screen answers to HOME, not LAUNCHER
 
 
 def test_unknown_cmd_service(phone: Phone) -> None:

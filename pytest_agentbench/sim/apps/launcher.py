@@ -19,6 +19,7 @@ class LauncherApp(App):
     label = "Launcher3"
     activity = "com.android.launcher3.uioverrides.QuickstepLauncher"
     start_route = "main"
+    launchable = False
     screens = {"main": Screen("main", tuple(Icon(label, "launch", arg=label) for label in HOME_ICONS))}
 
     def tap_launch(self, ctx: AppContext, label: str) -> None:

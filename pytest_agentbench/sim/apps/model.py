@@ -91,6 +91,8 @@ class App:
     target_sdk: ClassVar[int] = 34
     debuggable: ClassVar[bool] = False
     system: ClassVar[bool] = True
+    # Whether the app has a MAIN/LAUNCHER activity (the home screen itself answers to HOME instead).
+    launchable: ClassVar[bool] = True
     start_route: ClassVar[str] = "main"
     screens: ClassVar[dict[str, Screen]] = {}
     # Intent actions (other than VIEW of a deep link) that open a route, e.g. android.settings.WIFI_SETTINGS.

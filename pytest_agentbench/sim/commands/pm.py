@@ -170,7 +170,7 @@ def _resolve_activity(inv: Invocation, args: list[str]) -> int:
 
 def _query_activities(inv: Invocation, args: list[str]) -> int:
     phone = inv.phone
-    infos = [phone.packages[name] for name in sorted(phone.packages)]
+    infos = [phone.packages[name] for name in sorted(phone.packages) if phone.packages[name].app.launchable]
     inv.out(f"{len(infos)} activities found:\n")
     for index, info in enumerate(infos):
         inv.out(f"  Activity #{index}:\n")
