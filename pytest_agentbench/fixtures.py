@@ -327,17 +327,30 @@ def agentbench_preflight(agentbench_device: ClaimedDevice, agentbench_run_dir: P
     """A factory: `agentbench_preflight(suite)` or `agentbench_preflight(app=..., preflight=...)`.
 
     Preflight puts the claimed device and app into the start state and writes `preflight.log`
-    and `preflight/` into the run directory.
+    and `preflight/` into the run directory (`run_dir=` puts a later attempt elsewhere). The
+    dict forms take the suite's YAML keys (`packageName`, `sharedPreferences`, ...).
     """
 
-    def prepare(suite: Suite | None = None, *, app: AppSpec | dict | None = None, preflight: PreflightSpec | dict | None = None) -> PreflightResult:
+    def prepare(
+        suite: Suite | None = None,
+        *,
+        app: AppSpec | dict | None = None,
+        preflight: PreflightSpec | dict | None = None,
+        run_dir: Path | None = None,
+    ) -> PreflightResult:
         if suite is not None:
             app, preflight = suite.app, suite.preflight
         if app is None:
             raise TypeError("agentbench_preflight needs a suite or app=...")
         app_spec = app if isinstance(app, AppSpec) else _app_from_dict(app)
         pre_spec = preflight if isinstance(preflight, PreflightSpec) else _preflight_from_dict(preflight or {})
-        return run_preflight(agentbench_device.adb, agentbench_device.serial, app=app_spec, preflight=pre_spec, run_dir=agentbench_run_dir)
+        if agentbench_device.claim is None:
+            # Preflight again after an agent ran: the claim was handed over; hold it again first.
+            agentbench_device.take_back()
+        return run_preflight(
+            agentbench_device.adb, agentbench_device.serial, app=app_spec, preflight=pre_spec,
+            run_dir=run_dir or agentbench_run_dir,
+        )
 
     return prepare
 

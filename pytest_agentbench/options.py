@@ -57,6 +57,22 @@ def add_options(parser: pytest.Parser) -> None:
         "--agentbench-dry-run", dest="agentbench_dry_run", action="store_true", default=False,
         help="Validate suites and print each agent command, environment change and MCP config; touch no device",
     )
+    group.addoption(
+        "--agentbench-json", dest="agentbench_json", metavar="PATH", default=None,
+        help="Write the session's full results (every run's result.json) as one JSON document",
+    )
+    group.addoption(
+        "--agentbench-from-result", dest="agentbench_from_result", metavar="RUN", action="append", default=[],
+        help="Re-render an earlier run (its directory or result.json) without running the agent (repeatable)",
+    )
+    group.addoption(
+        "--agentbench-record-baseline", dest="agentbench_record_baseline", action="store_true", default=False,
+        help="Run each suite up to three times until a clean pass and write its baseline.yml snippet",
+    )
+    group.addoption(
+        "--agentbench-update-suites", dest="agentbench_update_suites", action="store_true", default=False,
+        help="With --agentbench-record-baseline: also write the recorded baseline into the suite file, keeping its comments",
+    )
     parser.addini("agentbench_output", help="Artifact root for run directories, relative to the rootdir", default=DEFAULT_OUTPUT)
     parser.addini(
         "agentbench_suite_dirs", type="args", default=list(DEFAULT_SUITE_DIRS),
@@ -85,6 +101,10 @@ class AgentbenchOptions:
     server: str
     suite_dirs: tuple[str, ...]
     automobile_dir: Path | None
+    json_path: Path | None = None
+    from_results: tuple[Path, ...] = ()
+    record_baseline: bool = False
+    update_suites: bool = False
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> AgentbenchOptions:
@@ -104,14 +124,27 @@ class AgentbenchOptions:
         else:
             output = rootpath / (config.getini("agentbench_output") or DEFAULT_OUTPUT)
         automobile_dir = config.getini("agentbench_automobile_dir")
+        invocation_dir = Path(config.invocation_params.dir)
+        json_path = config.getoption("agentbench_json")
+        record_baseline = bool(config.getoption("agentbench_record_baseline"))
+        update_suites = bool(config.getoption("agentbench_update_suites"))
+        dry_run = bool(config.getoption("agentbench_dry_run"))
+        if dry_run and (record_baseline or config.getoption("agentbench_from_result")):
+            raise pytest.UsageError("--agentbench-dry-run runs nothing: it cannot be combined with --agentbench-record-baseline or --agentbench-from-result")
+        if update_suites and not record_baseline:
+            raise pytest.UsageError("--agentbench-update-suites only works with --agentbench-record-baseline")
         return cls(
             device=config.getoption("agentbench_device"),
             model=config.getoption("agentbench_model"),
             claude=config.getoption("agentbench_claude") or DEFAULT_CLAUDE,
             server_instructions=bool(config.getoption("agentbench_server_instructions")),
             output=output.absolute(),
-            dry_run=bool(config.getoption("agentbench_dry_run")),
+            dry_run=dry_run,
             server=(config.getini("agentbench_server") or DEFAULT_SERVER).strip(),
             suite_dirs=tuple(config.getini("agentbench_suite_dirs") or DEFAULT_SUITE_DIRS),
             automobile_dir=(rootpath / automobile_dir).absolute() if automobile_dir else None,
+            json_path=(invocation_dir / json_path).absolute() if json_path else None,
+            from_results=tuple((invocation_dir / p).absolute() for p in config.getoption("agentbench_from_result") or ()),
+            record_baseline=record_baseline,
+            update_suites=update_suites,
         )

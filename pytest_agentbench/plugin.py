@@ -17,6 +17,8 @@ from pytest_agentbench.session import AgentbenchSession, session_key
 from pytest_agentbench.suite import Suite, load_suite
 
 SESSION_PLUGIN_NAME = "agentbench-session"
+FIXTURES_PLUGIN = "pytest_agentbench.fixtures"
+ITEM_TIMEOUT_MARGIN_S = 300
 MARKER = "agentbench: an agent benchmark suite (one YAML suite file)"
 
 
@@ -28,6 +30,22 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER)
     session = config.stash[session_key] = AgentbenchSession(config)
     config.pluginmanager.register(session, SESSION_PLUGIN_NAME)
+    if not config.pluginmanager.has_plugin(FIXTURES_PLUGIN):
+        config.pluginmanager.import_plugin(FIXTURES_PLUGIN)
+
+
+def pytest_collection(session: pytest.Session) -> bool | None:
+    # --agentbench-from-result re-renders saved runs: they replace collection entirely.
+    paths = session.config.stash[session_key].options.from_results
+    if not paths:
+        return None
+    from pytest_agentbench.rerender import collect_saved_runs
+
+    session.items = collect_saved_runs(session, paths)
+    session.config.hook.pytest_collection_modifyitems(session=session, config=session.config, items=session.items)
+    session.config.hook.pytest_collection_finish(session=session)
+    session.testscollected = len(session.items)
+    return True
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -71,6 +89,11 @@ class SuiteItem(pytest.Item):
         self.add_marker(pytest.mark.agentbench)
         # -k matches keywords; "bug_repro" is how people type a name that has a dash in it.
         self.extra_keyword_matches.add(suite.name.replace("-", "_"))
+        if not self.agentbench.options.dry_run:
+            # pytest-timeout is the backstop for the whole item: the agent's own timeout, every
+            # attempt when recording a baseline, plus room for preflight and the post-run dump.
+            attempts = 3 if self.agentbench.options.record_baseline else 1
+            self.add_marker(pytest.mark.timeout(attempts * (suite.claude.timeout_seconds + ITEM_TIMEOUT_MARGIN_S)))
         self._init_fixtures()
 
     @property

@@ -186,7 +186,7 @@ def build_session_document(results: Sequence[Mapping[str, Any]], *, started_at: 
     """The `--agentbench-json` document: every run's result.json plus verdict counts."""
     counts = {"passed": 0, "failed": 0, "incomplete": 0}
     for result in results:
-        status = _status(result)
+        status = verdict_status(result)
         counts[status] = counts.get(status, 0) + 1
     return {
         "schemaVersion": RESULT_SCHEMA_VERSION,
@@ -197,7 +197,8 @@ def build_session_document(results: Sequence[Mapping[str, Any]], *, started_at: 
     }
 
 
-def _status(result: Mapping[str, Any]) -> str:
+def verdict_status(result: Mapping[str, Any]) -> str:
+    """A result document's verdict status; a document without one counts as incomplete."""
     return str((result.get("verdict") or {}).get("status", "incomplete"))
 
 
@@ -214,7 +215,7 @@ def verdict_line(result: Mapping[str, Any]) -> str:
     verdict = result.get("verdict") or {}
     name = result.get("nodeid") or result.get("suite") or "?"
     reasons = verdict.get("reasons") or []
-    line = f"{_status(result).upper()} {name}"
+    line = f"{verdict_status(result).upper()} {name}"
     return f"{line} - {reasons[0]}" if reasons else line
 
 
@@ -310,7 +311,7 @@ def render_text_report(result: Mapping[str, Any], *, current_scoring_code: str |
         comparability flags, metric rows, the sequence diff, the snippet outcome and run dir.
     """
     verdict = result.get("verdict") or {}
-    lines = [f"{result.get('suite', '?')}: {_status(result).upper()}"]
+    lines = [f"{result.get('suite', '?')}: {verdict_status(result).upper()}"]
     lines += [f"  - {reason}" for reason in verdict.get("reasons") or []]
     serial = (result.get("device") or {}).get("serial")
     model = (result.get("fingerprints") or {}).get("observedModel")
@@ -412,7 +413,7 @@ def render_summary_table(results: Sequence[Mapping[str, Any]], *, width: int = 8
         rows.append(
             [
                 str(result.get("suite") or "?"),
-                _VERDICT_WORDS.get(_status(result), _status(result)),
+                _VERDICT_WORDS.get(verdict_status(result), verdict_status(result)),
                 _wall(metrics.get("wallClockSeconds")),
                 str(metrics.get("toolCalls", "-")),
                 str(metrics.get("turns", "-")),
@@ -447,7 +448,7 @@ def render_verbose_details(results: Sequence[Mapping[str, Any]], *, width: int =
     """The `-v` expansion: for each run a header line, then its metric rows, sequence diff and run directory."""
     blocks = []
     for result in results:
-        title = f" {result.get('nodeid') or result.get('suite')}: {_status(result)} "
+        title = f" {result.get('nodeid') or result.get('suite')}: {verdict_status(result)} "
         rule = "-" * max(0, (width - len(title)) // 2)
         blocks.append(f"{rule}{title}{rule}".rstrip() + "\n" + render_metric_details(result))
     return "\n".join(blocks)

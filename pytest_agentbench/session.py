@@ -1,9 +1,15 @@
-"""pytest config -> AgentbenchSession: the options read once, the server profile, the dry-run summary."""
+"""pytest config -> AgentbenchSession: options read once, the server profile, results gathered from reports, the summary."""
 
 from __future__ import annotations
 
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
 import pytest
 
+from pytest_agentbench import report
 from pytest_agentbench.dryrun import SECTION as DRY_RUN_SECTION
 from pytest_agentbench.dryrun import current_environ, dry_run_text
 from pytest_agentbench.errors import ConfigError
@@ -13,13 +19,17 @@ from pytest_agentbench.suite import Suite
 
 session_key = pytest.StashKey["AgentbenchSession"]()
 
+#: The user property naming a run's result.json; reports carry it across xdist workers.
+RESULT_PROPERTY = "agentbench_result_json"
+
 
 class AgentbenchSession:
     """The plugin's state for one pytest session.
 
     Built in ``pytest_configure`` (also on xdist workers, whose items need the options), kept
     under ``session_key`` and registered as a plugin so its hook methods run. It works from
-    reports, not items, so the summary is the same with and without xdist.
+    reports, not items, so the summary is the same with and without xdist: each run's report
+    names its result.json (a user property), which the summary and ``--agentbench-json`` read.
     """
 
     def __init__(self, config: pytest.Config) -> None:
@@ -35,6 +45,10 @@ class AgentbenchSession:
                 "instructions switch; drop the option or choose agentbench_server = agentbench"
             )
         self.dry_runs: list[tuple[str, str]] = []
+        self.results: list[dict[str, Any]] = []
+        #: Result documents that exist only in memory (re-rendered runs), by node id.
+        self.unsaved_results: dict[str, dict[str, Any]] = {}
+        self.started_at = _now()
 
     def is_suite_dir(self, name: str) -> bool:
         """Tell whether a directory name marks its ``*.yml`` files as suites."""
@@ -52,12 +66,54 @@ class AgentbenchSession:
         for key, text in report.sections:
             if key == f"Captured {DRY_RUN_SECTION} call":
                 self.dry_runs.append((report.nodeid, text))
+        result = self.unsaved_results.pop(report.nodeid, None)
+        if result is None:
+            path = dict(report.user_properties).get(RESULT_PROPERTY)
+            result = _load_result(path) if path else None
+        if result is not None:
+            self.results.append(result)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if hasattr(self.config, "workerinput"):
+            return
+        # An incomplete run is reported as xfail, yet the seed's harness exits 1 for it.
+        if exitstatus == 0 and any(report.verdict_status(result) != "passed" for result in self.results):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if self.options.json_path is not None:
+            document = report.build_session_document(self.results, started_at=self.started_at, finished_at=_now())
+            self.options.json_path.parent.mkdir(parents=True, exist_ok=True)
+            self.options.json_path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
     @pytest.hookimpl
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
-        if not self.dry_runs or self.config.get_verbosity() < 0:
+        if self.config.get_verbosity() < 0:
             return
-        terminalreporter.write_sep("=", DRY_RUN_SECTION)
-        for nodeid, text in self.dry_runs:
-            terminalreporter.write_sep("-", nodeid)
-            terminalreporter.write_line(text)
+        if self.dry_runs:
+            terminalreporter.write_sep("=", DRY_RUN_SECTION)
+            for nodeid, text in self.dry_runs:
+                terminalreporter.write_sep("-", nodeid)
+                terminalreporter.write_line(text)
+        if not self.results:
+            return
+        # The default `-r fE` hides xfails, so incomplete runs would vanish without this section.
+        terminalreporter.write_sep("=", "agentbench")
+        for result in self.results:
+            terminalreporter.write_line(report.verdict_line(result))
+        width = min(terminalreporter._tw.fullwidth, 120)
+        terminalreporter.write_line("")
+        terminalreporter.write_line(report.render_summary_table(self.results, width=width))
+        if self.config.get_verbosity() > 0:
+            terminalreporter.write_line("")
+            terminalreporter.write_line(report.render_verbose_details(self.results, width=width))
+
+
+def _load_result(path: str) -> dict[str, Any] | None:
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
