@@ -85,9 +85,15 @@ def test_cli_rejects_bad_options(argv, capsys):
     assert "Invalid" in capsys.readouterr().err
 
 
+def _cli_argv() -> list[str]:
+    # The installed console script when there is one (what users run), else the module.
+    script = Path(sys.executable).with_name("agentbench-sim")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "pytest_agentbench.sim.cli"]
+
+
 def _start_cli(server, *args: str) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "pytest_agentbench.sim.cli", *args],
+        [*_cli_argv(), *args],
         env=server.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
     )
 
@@ -142,7 +148,7 @@ def test_cli_reports_a_busy_port(private_adb_server):
     with SimFleet(count=1, adb=private_adb_server.client()) as fleet:
         busy = fleet.servers[0].port
         completed = subprocess.run(
-            [sys.executable, "-m", "pytest_agentbench.sim.cli", "--port", str(busy)],
+            [*_cli_argv(), "--port", str(busy)],
             env=private_adb_server.env(), capture_output=True, text=True, timeout=60,
         )
     assert completed.returncode == 1

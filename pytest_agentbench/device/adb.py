@@ -48,6 +48,7 @@ class ShellResult:
     stdout: str
     exit_code: int
 
+
 class Adb:
     """The one choke point between the plugin and a device: host-protocol calls to an adb server.
 

@@ -19,8 +19,8 @@ KNOWN_STATES = (
     "device", "offline", "unauthorized", "authorizing", "connecting", "bootloader",
     "recovery", "sideload", "rescue", "host", "unknown", "detached", "no permissions",
 )
-_S_IFREG = 0o100000
-_EXIT_MARKER_PREFIX = "__agentbench_rc_"
+
+
 @dataclass(frozen=True)
 class AdbEndpoint:
     """Where the adb server listens.
@@ -101,6 +101,7 @@ class DeviceInfo:
     device: str = ""
     transport_id: int | None = None
 
+
 @dataclass(frozen=True)
 class RemoteStat:
     """A device file's `stat` as the sync protocol reports it."""
@@ -108,6 +109,7 @@ class RemoteStat:
     mode: int
     size: int
     mtime: int
+
 
 class _HostConnection(Connection):
     """A ppadb connection that reads exact lengths and never waits past its deadline."""
@@ -165,6 +167,7 @@ class _HostConnection(Connection):
 
 class _AdbFail(Exception):
     """The adb server answered FAIL with this message."""
+
 
 def _remaining(deadline: float) -> float:
     # A socket timeout of 0 would make it non-blocking; a tiny positive one times out at once.

@@ -66,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--latency-ms", type=_latency, default=0.0, metavar="MS",
                         help="Delay added to every served command, like a USB round trip. Default: %(default)r")
     parser.add_argument("--serial-file", type=Path, default=None, metavar="PATH",
-                        help="Write the serials here, one per line, once every phone is online")
+                        help="Write the serials here, one per line, once every phone is online; removed on exit")
     parser.add_argument("--report-commands", action="store_true",
                         help="On exit, also list every command line each phone served")
     return parser
