@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import struct
 
 import defusedxml.ElementTree as SafeET
 import pytest
@@ -254,14 +255,19 @@ def _all_screens() -> list[tuple[str, str]]:
     return [(cls.package, route) for cls in BUILTIN_APPS for route in cls.screens]
 
 
+@pytest.mark.parametrize("display", ["default", "720x1280", "landscape"])
 @pytest.mark.parametrize(("package", "route"), _all_screens())
-def test_every_screen_round_trips_through_uiautomator_dump(phone: Phone, package: str, route: str) -> None:
+def test_every_screen_round_trips_through_uiautomator_dump(phone: Phone, package: str, route: str, display: str) -> None:
+    if display == "landscape":
+        phone.shell("content insert --uri content://settings/system --bind name:s:user_rotation --bind value:i:1")
+    elif display != "default":
+        phone.shell(f"wm size {display}")
     phone.launch(package)
     phone.runtimes[package].stack[:] = [route]
     assert phone.shell("uiautomator dump").exit_code == 0
     xml = phone.fs.read("/sdcard/window_dump.xml")
     root = SafeET.fromstring(xml)
-    assert root.tag == "hierarchy" and root.get("rotation") == "0"
+    assert root.tag == "hierarchy" and root.get("rotation") == ("1" if display == "landscape" else "0")
     width, height = phone.size
     packages = set()
     for element in root.iter("node"):
@@ -273,8 +279,13 @@ def test_every_screen_round_trips_through_uiautomator_dump(phone: Phone, package
         packages.add(element.get("package"))
     assert packages == {package, SYSTEMUI_PACKAGE}
     declared = [w.text for w in type(phone.packages[package].app).screens[route].widgets if w.text and "{" not in w.text and not w.when]
-    assert set(declared) <= {n.get("text") for n in root.iter("node")} | {n.get("content-desc") for n in root.iter("node")}
-    assert phone.shell("screencap -p").stdout[:8] == b"\x89PNG\r\n\x1a\n"
+    shown = {n.get("text") for n in root.iter("node")} | {n.get("content-desc") for n in root.iter("node")}
+    phone.swipe(width // 2, height - 100, width // 2, 100)  # what does not fit is reached by scrolling
+    shown |= {n["text"] for n in nodes(phone)} | {n["content-desc"] for n in nodes(phone)}
+    assert set(declared) <= shown
+    png = phone.shell("screencap -p").stdout
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert struct.unpack(">II", png[16:24]) == (width, height)
 
 
 @pytest.mark.parametrize("app_class", BUILTIN_APPS, ids=lambda cls: cls.package)
@@ -288,3 +299,27 @@ def test_every_declared_tap_names_an_existing_handler_and_route(app_class: type)
                 assert widget.arg in app.screens, f"{app.package}: {widget.text!r} goes to unknown route {widget.arg!r}"
     assert app.start_route in app.screens
     assert set(app.actions.values()) <= set(app.screens)
+
+
+def test_a_screen_taller_than_the_display_scrolls_with_swipes(phone: Phone) -> None:
+    phone.shell("settings put system user_rotation 1")  # landscape: 1080 px tall
+    phone.shell("monkey -p com.android.settings -c android.intent.category.LAUNCHER 1")
+    content = [n for n in nodes(phone) if n["resource-id"] == f"{SETTINGS}:id/content"][0]
+    assert content["scrollable"] == "true"
+    assert "About phone" not in texts(phone)
+    phone.shell("input swipe 1200 900 1200 300 300")
+    assert "About phone" in texts(phone)
+    tap(phone, "About phone")
+    assert texts(phone)[0] == "About phone"
+    phone.shell("input keyevent KEYCODE_BACK")
+    assert "About phone" in texts(phone)  # the list keeps its scroll position
+    phone.shell("input swipe 1200 300 1200 5000 300")
+    assert texts(phone)[0] == "Settings"
+
+
+def test_a_screen_that_fits_does_not_scroll(phone: Phone) -> None:
+    phone.shell("monkey -p com.android.settings -c android.intent.category.LAUNCHER 1")
+    before = phone.screen_xml()
+    phone.shell("input swipe 540 1900 540 400 300")
+    assert phone.screen_xml() == before
+    assert 'scrollable="true"' not in before

@@ -491,3 +491,12 @@ def test_sleep_lets_other_threads_use_the_phone(phone: Phone) -> None:
     assert phone.shell("echo meanwhile").stdout == b"meanwhile\n"
     thread.join()
     assert finished[0].stdout == b"woke\n"
+
+
+def test_content_insert_sets_rotation_like_mobile_mcp_does(phone: Phone) -> None:
+    out(phone, "content insert --uri content://settings/system --bind name:s:user_rotation --bind value:i:1")
+    assert out(phone, "settings get system user_rotation") == "1\n"
+    assert phone.size == (2400, 1080)
+    assert '<hierarchy rotation="1">' in phone.screen_xml()
+    assert "name=user_rotation, value=1" in out(phone, "content query --uri content://settings/system")
+    assert phone.shell("content insert --uri content://nope/x --bind name:s:a --bind value:s:b").exit_code == 1

@@ -22,7 +22,9 @@ KEYCODES = {"KEYCODE_HOME": 3, "KEYCODE_BACK": 4, "KEYCODE_DPAD_UP": 19, "KEYCOD
             "KEYCODE_DPAD_LEFT": 21, "KEYCODE_DPAD_RIGHT": 22, "KEYCODE_DPAD_CENTER": 23, "KEYCODE_VOLUME_UP": 24,
             "KEYCODE_VOLUME_DOWN": 25, "KEYCODE_POWER": 26, "KEYCODE_TAB": 61, "KEYCODE_SPACE": 62,
             "KEYCODE_ENTER": 66, "KEYCODE_DEL": 67, "KEYCODE_MENU": 82, "KEYCODE_ESCAPE": 111,
-            "KEYCODE_FORWARD_DEL": 112, "KEYCODE_APP_SWITCH": 187, "KEYCODE_WAKEUP": 224, "KEYCODE_SLEEP": 223}
+            "KEYCODE_FORWARD_DEL": 112, "KEYCODE_MOVE_HOME": 122, "KEYCODE_MOVE_END": 123, "KEYCODE_APP_SWITCH": 187,
+            "KEYCODE_WAKEUP": 224, "KEYCODE_SLEEP": 223, "KEYCODE_CUT": 277, "KEYCODE_COPY": 278, "KEYCODE_PASTE": 279,
+            "KEYCODE_SEARCH": 84, "KEYCODE_CAMERA": 27, "KEYCODE_VOLUME_MUTE": 164, "KEYCODE_NOTIFICATION": 83}
 
 
 @dataclass(frozen=True)
@@ -219,8 +221,9 @@ class Phone:
             ctx = AppContext(self, app, runtime)
             screen = app.screens[runtime.route]
             state = {**runtime.state, **app.derived(ctx)}
-            root = layout_screen(package, screen.widgets, state, width=width, height=height,
-                                 fields=runtime.fields, focused_field=runtime.focused_field)
+            root, runtime.scroll[runtime.route] = layout_screen(
+                package, screen.widgets, state, width=width, height=height, fields=runtime.fields,
+                focused_field=runtime.focused_field, scroll=runtime.scroll.get(runtime.route, 0))
             clock = time.strftime("%H:%M", time.gmtime())
             return [root, status_bar(width, clock, wifi_on=self.settings["global"].get("wifi_on") == "1")]
 
@@ -316,6 +319,13 @@ class Phone:
                 return
             ctx.runtime.focused_field = ""
             ctx.app.handler(node.on_tap)(ctx, node.arg)
+
+    def swipe(self, x1: int, y1: int, x2: int, y2: int) -> None:
+        """A vertical swipe scrolls the foreground screen (finger up = content moves up), if it overflows."""
+        with self.lock:
+            runtime = self.runtimes[self.tasks[-1]]
+            runtime.scroll[runtime.route] = runtime.scroll.get(runtime.route, 0) + (y1 - y2)
+            self.render()  # clamps the offset to what the content can scroll
 
     def type_text(self, text: str) -> None:
         """Keyboard text goes to the focused text field of the foreground app, if any."""

@@ -116,8 +116,14 @@ def state_flag(state: Mapping[str, object], key: str, default: bool) -> bool:
 
 
 def layout_screen(package: str, widgets: tuple[Widget, ...], state: Mapping[str, object], *,
-                  width: int, height: int, fields: Mapping[str, str], focused_field: str) -> UiNode:
-    """Stack the visible widgets of one screen top to bottom inside the app's window root."""
+                  width: int, height: int, fields: Mapping[str, str], focused_field: str,
+                  scroll: int = 0) -> tuple[UiNode, int]:
+    """Stack the visible widgets of one screen top to bottom inside the app's window root.
+
+    Returns the root and the scroll offset actually applied (clamped to the content's overflow).
+    Content taller than the window scrolls: nodes scrolled out of view are left out and partly
+    visible ones are clipped, as uiautomator reports them.
+    """
     content = UiNode("android.widget.LinearLayout", package, (0, STATUS_BAR_HEIGHT, width, height),
                      resource_id=f"{package}:id/content" if package else "")
     y = STATUS_BAR_HEIGHT + 21
@@ -139,22 +145,42 @@ def layout_screen(package: str, widgets: tuple[Widget, ...], state: Mapping[str,
         box = (0, y, width, y + _HEIGHTS[kind])
         content.children.append(_build(package, widget, state, box, fields, focused_field))
         y = box[3]
+    if icon_column:
+        y += _HEIGHTS["icon"]
+    overflow = max(0, y + 21 - height)
+    scroll = max(0, min(scroll, overflow))
+    if overflow:
+        content.scrollable = True
+        content.children = [child for child in (_shift_clip(c, -scroll, STATUS_BAR_HEIGHT, height)
+                                                for c in content.children) if child is not None]
     root = UiNode("android.widget.FrameLayout", package, (0, 0, width, height), children=[content])
     _index_check(root)
-    return root
+    return root, scroll
+
+
+def _shift_clip(node: UiNode, dy: int, top_limit: int, bottom_limit: int) -> UiNode | None:
+    left, top, right, bottom = node.bounds
+    top, bottom = max(top + dy, top_limit), min(bottom + dy, bottom_limit)
+    if top >= bottom:
+        return None
+    node.bounds = (left, top, right, bottom)
+    node.children = [c for c in (_shift_clip(child, dy, top, bottom) for child in node.children) if c is not None]
+    return node
 
 
 def status_bar(width: int, clock: str, *, wifi_on: bool) -> UiNode:
     """The system UI's status bar window: a second package in every dump, as on a phone."""
     bar = UiNode("android.widget.FrameLayout", SYSTEMUI_PACKAGE, (0, 0, width, STATUS_BAR_HEIGHT),
                  resource_id=f"{SYSTEMUI_PACKAGE}:id/status_bar", style="statusbar")
-    bar.children.append(UiNode("android.widget.TextView", SYSTEMUI_PACKAGE, (42, 0, 200, STATUS_BAR_HEIGHT),
-                               text=clock, resource_id=f"{SYSTEMUI_PACKAGE}:id/clock", content_desc=clock,
-                               style="statusbar"))
-    bar.children.append(UiNode("android.widget.ImageView", SYSTEMUI_PACKAGE, (880, 0, 940, STATUS_BAR_HEIGHT),
+    bar.children.append(UiNode("android.widget.TextView", SYSTEMUI_PACKAGE, (SIDE_PADDING, 0, SIDE_PADDING + 158,
+                               STATUS_BAR_HEIGHT), text=clock, resource_id=f"{SYSTEMUI_PACKAGE}:id/clock",
+                               content_desc=clock, style="statusbar"))
+    # Icons hug the right edge whatever the display width (wm size overrides, landscape).
+    right = width - SIDE_PADDING
+    bar.children.append(UiNode("android.widget.ImageView", SYSTEMUI_PACKAGE, (right - 158, 0, right - 98, STATUS_BAR_HEIGHT),
                                content_desc="Wifi signal full." if wifi_on else "Wifi off.",
                                resource_id=f"{SYSTEMUI_PACKAGE}:id/wifi_signal", style="statusbar"))
-    bar.children.append(UiNode("android.widget.ImageView", SYSTEMUI_PACKAGE, (960, 0, 1038, STATUS_BAR_HEIGHT),
+    bar.children.append(UiNode("android.widget.ImageView", SYSTEMUI_PACKAGE, (right - 78, 0, right, STATUS_BAR_HEIGHT),
                                content_desc="Battery 100 percent.", style="statusbar",
                                resource_id=f"{SYSTEMUI_PACKAGE}:id/battery"))
     return bar
@@ -253,9 +279,10 @@ def _build(package: str, widget: Widget, state: Mapping[str, object], box: tuple
     if widget.kind == "switch":
         row = UiNode("android.widget.LinearLayout", package, box, clickable=enabled, enabled=enabled, focusable=True,
                      on_tap=widget.on_tap, arg=widget.arg, resource_id=_rid(package, widget), style="row")
-        row.children.append(UiNode("android.widget.TextView", package, (inner[0], top, 860, bottom), text=text,
-                                   resource_id="android:id/title"))
-        row.children.append(UiNode("android.widget.Switch", package, (880, top + 40, inner[2], bottom - 40),
+        switch_left = inner[2] - 158
+        row.children.append(UiNode("android.widget.TextView", package, (inner[0], top, switch_left - 20, bottom),
+                                   text=text, resource_id="android:id/title"))
+        row.children.append(UiNode("android.widget.Switch", package, (switch_left, top + 40, inner[2], bottom - 40),
                                    resource_id="android:id/switch_widget", checkable=True, checked=checked,
                                    clickable=enabled, enabled=enabled, focusable=True, on_tap=widget.on_tap,
                                    arg=widget.arg, style="switch_on" if checked else "switch_off"))

@@ -33,6 +33,7 @@ class AppRuntime:
     state: dict[str, object] = field(default_factory=dict)
     fields: dict[str, str] = field(default_factory=dict)
     focused_field: str = ""
+    scroll: dict[str, int] = field(default_factory=dict)  # route -> scroll offset in px
 
     @property
     def route(self) -> str:

@@ -31,7 +31,8 @@ def input_(inv: Invocation) -> int:
             x1, y1, x2, y2 = _numbers(rest[:4], 4)
             if abs(x2 - x1) + abs(y2 - y1) <= _TOUCH_SLOP_PX:
                 phone.tap(int(x1), int(y1))
-            # Longer swipes scroll; no declared screen is taller than the display, so nothing moves.
+            else:
+                phone.swipe(int(x1), int(y1), int(x2), int(y2))
         elif verb == "text":
             if not rest:
                 raise ValueError("input text needs a string")
