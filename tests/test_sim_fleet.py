@@ -47,6 +47,37 @@ def test_fleet_on_given_ports(private_adb_server):
         assert fleet.serials == [f"127.0.0.1:{port}"]
 
 
+def _wait_for_state(adb: Adb, serial: str, state: str, timeout_s: float = 15) -> None:
+    deadline = time.monotonic() + timeout_s
+    while _states(adb).get(serial) != state:
+        assert time.monotonic() < deadline, f"{serial} never became {state}: {_states(adb)}"
+        time.sleep(0.05)
+
+
+def test_wait_online_reattaches_a_restarted_phone(private_adb_server):
+    from pytest_agentbench.sim.transport import PhoneServer
+
+    adb = private_adb_server.client()
+    with SimFleet(count=1, adb=adb) as fleet:
+        serial, port = fleet.serials[0], fleet.servers[0].port
+        fleet.servers[0].stop()
+        _wait_for_state(adb, serial, "offline")
+        fleet.servers[0] = PhoneServer(fleet.phones[0], port=port).start()
+        # adb may keep a restarted network device offline for 8-10 s; the fleet reconnects it if so.
+        fleet.wait_online(timeout_s=20)
+        assert _states(adb)[serial] == "device"
+        assert adb.shell(serial, ["echo", "back"]).stdout == "back\n"
+
+
+def test_wait_online_gives_up_with_the_states_it_saw(private_adb_server):
+    adb = private_adb_server.client()
+    with SimFleet(count=1, adb=adb) as fleet:
+        fleet.servers[0].stop()
+        _wait_for_state(adb, fleet.serials[0], "offline")
+        with pytest.raises(DeviceUnavailable, match=f"{fleet.serials[0]} is (offline|missing)"):
+            fleet.wait_online(timeout_s=0.5)
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [

@@ -110,9 +110,12 @@ class SimFleet:
         self.servers.append(server)
         self.serials.append(f"{LOOPBACK}:{server.port}")
 
-    def _attach_all(self, timeout_s: float) -> None:
-        for server in self.servers:
-            self.adb.connect(LOOPBACK, server.port)
+    def wait_online(self, timeout_s: float = ATTACH_TIMEOUT_S) -> None:
+        """Wait until adb lists every phone as `device`, reattaching ones that stay offline.
+
+        Raises:
+            DeviceUnavailable: A phone is still not `device` after timeout_s.
+        """
         deadline = time.monotonic() + timeout_s
         offline_since: dict[str, float] = {}
         while True:
@@ -136,6 +139,11 @@ class SimFleet:
                     self.adb.connect(LOOPBACK, port)
                     offline_since[serial] = now
             time.sleep(0.05)
+
+    def _attach_all(self, timeout_s: float) -> None:
+        for server in self.servers:
+            self.adb.connect(LOOPBACK, server.port)
+        self.wait_online(timeout_s)
 
     def command_counts(self) -> dict[str, Counter]:
         """Services served per serial (`shell`, `exec`, `sync`), for measuring round trips."""
