@@ -8,6 +8,7 @@ import secrets
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -220,8 +221,7 @@ def agentbench_devices(request: pytest.FixtureRequest) -> Iterator[DevicePool]:
     session = request.config.stash[session_key]
     sim_count, named = parse_device_option(session.options.device)
     adb = Adb(AdbEndpoint.from_environ())
-    started_server = not adb.server_running()
-    adb.ensure_server()
+    started_server = _ensure_server(adb)
     fleet = None
     try:
         if sim_count:
@@ -235,11 +235,58 @@ def agentbench_devices(request: pytest.FixtureRequest) -> Iterator[DevicePool]:
     finally:
         if fleet is not None:
             fleet.stop()
-        if started_server and adb.endpoint.is_local:
-            subprocess.run(
-                [adb.adb_binary(), "-P", str(adb.endpoint.port), "kill-server"],
-                capture_output=True, timeout=30, stdin=subprocess.DEVNULL,
-            )
+        if started_server:
+            _kill_server(adb)
+
+
+def _ensure_server(adb: Adb) -> bool:
+    """Start the adb server if none listens; True when this process started it (and so stops it)."""
+    if adb.server_running():
+        return False
+    try:
+        adb.ensure_server()
+    except DeviceUnavailable:
+        # Another process (an xdist sibling) may have won the race to start it.
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            if adb.server_running():
+                return False
+            time.sleep(0.1)
+        raise
+    return True
+
+
+def _kill_server(adb: Adb) -> None:
+    if adb.endpoint.is_local:
+        subprocess.run(
+            [adb.adb_binary(), "-P", str(adb.endpoint.port), "kill-server"],
+            capture_output=True, timeout=30, stdin=subprocess.DEVNULL,
+        )
+
+
+_controller_adb_key = pytest.StashKey["Adb"]()
+
+
+def _distributes(config: pytest.Config) -> bool:
+    return not hasattr(config, "workerinput") and bool(getattr(config.option, "numprocesses", None))
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    # Under xdist every worker would race to start (and later kill) a shared adb server; the
+    # controller owns it instead, so no worker stops it under a sibling's feet.
+    config = session.config
+    options = config.stash[session_key].options
+    if not _distributes(config) or options.dry_run or not parse_device_option(options.device)[0]:
+        return
+    adb = Adb(AdbEndpoint.from_environ())
+    if _ensure_server(adb):
+        config.stash[_controller_adb_key] = adb
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    adb = config.stash.get(_controller_adb_key, None)
+    if adb is not None:
+        _kill_server(adb)
 
 
 @pytest.fixture
