@@ -22,7 +22,7 @@ import yaml
 from pytest_agentbench import baseline as baselines
 from pytest_agentbench import report
 from pytest_agentbench.audit import Audit, ProcessOutcome, ScreenSnapshot, Verdict, audit_run
-from pytest_agentbench.errors import DeviceError, DeviceLost, VerdictFailed
+from pytest_agentbench.errors import AgentbenchError, DeviceError, DeviceLost, VerdictFailed
 from pytest_agentbench.fingerprint import UNKNOWN, ServerBuild, scoring_code_digest, server_build_fingerprint
 from pytest_agentbench.invocation import Invocation, build_invocation
 from pytest_agentbench.fixtures import PrivateDaemon, new_run_dir
@@ -69,12 +69,21 @@ def _cache(config: pytest.Config) -> dict:
 
 
 def device_aware_tools(config: pytest.Config, invocation: Invocation, environ: Mapping[str, str]) -> frozenset[str]:
-    """The server's device-aware tools, from its own `tools/list`, fetched once per session."""
+    """The server's device-aware tools, from its own `tools/list`, fetched once per session.
+
+    A server that cannot list its tools (its command is missing, it crashes at start) yields no
+    device-aware tools and the run goes on: the agent's init event then reports the server
+    `failed`, which makes the run incomplete ("MCP server did not connect"), as the seed says.
+    The failure is not cached, so a later run in the session probes again.
+    """
     cache = _cache(config)
     ((name, _),) = invocation.mcp_config["mcpServers"].items()
     key = ("tools", name)
     if key not in cache:
-        cache[key] = probe_device_aware_tools(invocation.mcp_config, environ=environ)
+        try:
+            cache[key] = probe_device_aware_tools(invocation.mcp_config, environ=environ)
+        except AgentbenchError:
+            return frozenset()
     return cache[key]
 
 
