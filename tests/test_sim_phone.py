@@ -500,3 +500,13 @@ def test_content_insert_sets_rotation_like_mobile_mcp_does(phone: Phone) -> None
     assert '<hierarchy rotation="1">' in phone.screen_xml()
     assert "name=user_rotation, value=1" in out(phone, "content query --uri content://settings/system")
     assert phone.shell("content insert --uri content://nope/x --bind name:s:a --bind value:s:b").exit_code == 1
+
+
+def test_python_callers_reach_private_storage_but_the_shell_does_not(phone: Phone) -> None:
+    path = f"/data/data/{PLAYGROUND}/shared_prefs/seeded.xml"
+    phone.fs.write(path, b"<map />")
+    assert phone.fs.read(path) == b"<map />"
+    assert phone.shell(f"cat {path}").exit_code == 1
+    assert phone.shell(f"run-as {PLAYGROUND} cat shared_prefs/seeded.xml").stdout == b"<map />"
+    with pytest.raises(PermissionError):
+        phone.fs.read(path, user="shell")

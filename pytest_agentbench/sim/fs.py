@@ -7,7 +7,8 @@ import stat as stat_bits
 import time
 from dataclasses import dataclass, field
 
-SHELL_USER = "shell"
+# Python callers (the transport, tests, tools) act as root; the shell passes its own user.
+ROOT_USER = "root"
 PRIVATE_ROOT = "/data/data"
 
 
@@ -36,7 +37,9 @@ class SimFileSystem:
     """A tree of directories and files; paths are absolute POSIX paths.
 
     Access control is deliberately small: `/data/data/<pkg>` is readable and writable only by the
-    user `<pkg>` (run-as), as on a phone where the shell user cannot see an app's private storage.
+    user `<pkg>` (run-as) and root, as on a phone where the shell user cannot see an app's private
+    storage. Methods default to root, the Python caller; shell commands pass `user="shell"` or the
+    run-as package.
     Errors are the built-in OSError subclasses so the shell can print them as a device would.
     """
 
@@ -57,7 +60,7 @@ class SimFileSystem:
         size = len(entry.data) if entry.children is None else 4096
         return FileStat(mode=entry.mode, size=size, mtime=entry.mtime)
 
-    def read(self, path: str, *, user: str = SHELL_USER) -> bytes:
+    def read(self, path: str, *, user: str = ROOT_USER) -> bytes:
         """Return a file's bytes; raises FileNotFoundError, IsADirectoryError or PermissionError."""
         path = _norm(path)
         self._check_access(path, user)
@@ -69,7 +72,7 @@ class SimFileSystem:
         return bytes(entry.data)
 
     def write(self, path: str, data: bytes, mode: int = 0o644, mtime: int | None = None, *,
-              user: str = SHELL_USER, append: bool = False, make_parents: bool = True) -> None:
+              user: str = ROOT_USER, append: bool = False, make_parents: bool = True) -> None:
         """Create or replace a file (parents are created like adbd's sync does unless make_parents is False)."""
         path = _norm(path)
         self._check_access(path, user)
@@ -93,7 +96,7 @@ class SimFileSystem:
         parent.children[name] = _Entry(mode=stat_bits.S_IFREG | (mode & 0o7777), mtime=stamp, data=bytearray(data))
         parent.mtime = stamp
 
-    def listdir(self, path: str, *, user: str = SHELL_USER) -> list[str]:
+    def listdir(self, path: str, *, user: str = ROOT_USER) -> list[str]:
         """Return the sorted names in a directory."""
         path = _norm(path)
         self._check_access(path, user)
@@ -113,7 +116,7 @@ class SimFileSystem:
         entry = self._lookup(_norm(path))
         return entry is not None and entry.children is not None
 
-    def mkdir(self, path: str, *, parents: bool = False, mode: int = 0o771, user: str = SHELL_USER) -> None:
+    def mkdir(self, path: str, *, parents: bool = False, mode: int = 0o771, user: str = ROOT_USER) -> None:
         """Create a directory; with parents, missing ancestors too and an existing one is fine."""
         path = _norm(path)
         self._check_access(path, user)
@@ -137,7 +140,7 @@ class SimFileSystem:
             raise FileExistsError(17, "File exists", path)
         parent.children[name] = _Entry(mode=stat_bits.S_IFDIR | mode, mtime=_now(), children={})
 
-    def remove(self, path: str, *, recursive: bool = False, user: str = SHELL_USER) -> None:
+    def remove(self, path: str, *, recursive: bool = False, user: str = ROOT_USER) -> None:
         """Delete a file, or a directory when recursive."""
         path = _norm(path)
         self._check_access(path, user)
@@ -151,7 +154,7 @@ class SimFileSystem:
         del parent.children[name]
         parent.mtime = _now()
 
-    def rename(self, source: str, target: str, *, user: str = SHELL_USER) -> None:
+    def rename(self, source: str, target: str, *, user: str = ROOT_USER) -> None:
         """Move a file or directory; a target directory receives the source by name."""
         source, target = _norm(source), _norm(target)
         self._check_access(source, user)
@@ -193,7 +196,7 @@ class SimFileSystem:
         # Only per-app storage is guarded: that is the boundary run-as exists to cross.
         if path.startswith(PRIVATE_ROOT + "/"):
             owner = path[len(PRIVATE_ROOT) + 1:].split("/", 1)[0]
-            if user != owner and user != "root":
+            if user != owner and user != ROOT_USER:
                 raise PermissionError(13, "Permission denied", path)
 
 
