@@ -123,7 +123,7 @@ def test_dumpsys_package_of_a_debuggable_app(phone: Phone) -> None:
     assert re.search(r"^\s+lastUpdateTime=\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$", text, re.M)
     assert re.search(r"^\s+firstInstallTime=\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$", text, re.M)
     assert re.search(r"^\s+flags=\[ DEBUGGABLE ", text, re.M)
-    assert f"codePath=/data/app/~~" in text
+    assert "codePath=/data/app/~~" in text
     assert "DEBUGGABLE" not in out(phone, f"dumpsys package {SETTINGS}")
 
 

@@ -1,16 +1,21 @@
-"""A device command line -> tokens -> pipelines -> CommandResult, like Android's /system/bin/sh for what adb clients send."""
+"""A device command line -> tokens -> pipelines -> (stdout, stderr, status), like Android's /system/bin/sh."""
 
 from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 if TYPE_CHECKING:
     from .phone import Phone
 
 SHELL_NAME = "/system/bin/sh"
 _OPERATORS = ("&&", "||", ">>", "&>", ";", "|", "&", ">", "<", "\n")
+
+
+_DEFAULT_ENV = {"HOME": "/", "USER": "shell", "SHELL": SHELL_NAME,
+                "PATH": "/product/bin:/apex/com.android.runtime/bin:/system/bin:/system/xbin:/odm/bin:/vendor/bin"}
 
 
 class ShellSyntaxError(Exception):
@@ -51,8 +56,9 @@ class ShellSession:
     phone: Phone
     user: str = "shell"
     cwd: str = "/"
-    env: dict[str, str] = field(default_factory=lambda: {"HOME": "/", "PATH": "/product/bin:/apex/com.android.runtime/bin:/system/bin:/system/xbin:/odm/bin:/vendor/bin", "USER": "shell", "SHELL": SHELL_NAME})
+    env: dict[str, str] = field(default_factory=lambda: dict(_DEFAULT_ENV))
     last_status: int = 0
+    exited: bool = False  # set by `exit`: the rest of the line is skipped
 
     def resolve(self, path: str) -> str:
         """Make a path absolute against the session's working directory."""
@@ -134,7 +140,7 @@ def run_line(session: ShellSession, line: str, stdin: bytes, out: bytearray, err
         if pipeline.connector == "||" and session.last_status == 0:
             continue
         session.last_status = _run_pipeline(session, pipeline, stdin, out, err)
-        if session.env.get("__exit__") is not None:
+        if session.exited:
             break
     return session.last_status
 
@@ -471,7 +477,7 @@ def _builtin_cd(inv: Invocation) -> int:
 
 def _builtin_exit(inv: Invocation) -> int:
     code = int(inv.args[0]) if inv.args and inv.args[0].isdigit() else inv.session.last_status
-    inv.session.env["__exit__"] = "1"
+    inv.session.exited = True
     return code
 
 

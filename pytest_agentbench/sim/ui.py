@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from xml.sax.saxutils import escape
 
 STATUS_BAR_HEIGHT = 63
@@ -300,8 +300,9 @@ def _index_check(root: UiNode) -> None:
     # Bounds outside the window would give taps that land nowhere; catch a bad declaration early.
     left, top, right, bottom = root.bounds
     for node in root.walk():
-        l, t, r, b = node.bounds
-        if l < left or t < top or r > right or l > r or t > b:
+        node_left, node_top, node_right, node_bottom = node.bounds
+        if (node_left < left or node_top < top or node_right > right or node_left > node_right
+                or node_top > node_bottom):
             raise ValueError(f"node {node.text or node.cls!r} at {node.bounds} lies outside its window")
 
 

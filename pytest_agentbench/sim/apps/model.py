@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, ClassVar
+from typing import TYPE_CHECKING, ClassVar
+from collections.abc import Callable
 from xml.sax.saxutils import escape
 
 import defusedxml.ElementTree as SafeET

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import posixpath
-from typing import Callable
+from collections.abc import Callable
 
 from ..shell import Handler
 

@@ -14,7 +14,7 @@ def cmd(inv: Invocation) -> int:
     if service == "uimode":
         return _uimode(inv, rest)
     if service == "-l":
-        inv.out("Currently running services:\n" + "".join(f"  {name}\n" for name in _SERVICES))
+        inv.out("Currently running services:\n" + "".join(f"  {name}\n" for name in sorted([*_SERVICES, "uimode"])))
         return 0
     target = _SERVICES.get(service)
     if target is None:
@@ -22,8 +22,8 @@ def cmd(inv: Invocation) -> int:
     return inv.run_argv([target, *rest])
 
 
-_SERVICES = {"package": "pm", "activity": "am", "settings": "settings", "window": "wm", "input": "input",
-             "uimode": "uimode"}
+# Services whose `cmd` interface is the same as their command-line tool's.
+_SERVICES = {"package": "pm", "activity": "am", "settings": "settings", "window": "wm", "input": "input"}
 
 
 def _uimode(inv: Invocation, args: list[str]) -> int:
@@ -32,7 +32,7 @@ def _uimode(inv: Invocation, args: list[str]) -> int:
     table = inv.phone.settings["secure"]
     if len(args) > 1:
         if args[1] not in ("yes", "no", "auto"):
-            return inv.fail(f"Error: mode must be 'yes', 'no', or 'auto'", 255)
+            return inv.fail("Error: mode must be 'yes', 'no', or 'auto'", 255)
         table["ui_night_mode"] = {"no": "1", "yes": "2", "auto": "0"}[args[1]]
     mode = {"1": "no", "2": "yes", "0": "auto"}.get(table.get("ui_night_mode", "1"), "no")
     inv.out(f"Night mode: {mode}\n")

@@ -1,4 +1,4 @@
-"""toybox-style file and text commands (cat, ls, rm, mkdir, mv, cp, echo, printf, sha256sum, ...) -> the simulated fs."""
+"""toybox-style file and text commands (cat, ls, rm, mkdir, mv, cp, echo, printf, ...) -> the simulated fs."""
 
 from __future__ import annotations
 
@@ -283,7 +283,7 @@ def id_(inv: Invocation) -> int:
         inv.out("uid=2000(shell) gid=2000(shell) groups=2000(shell),1004(input),1007(log),1011(adb),1015(sdcard_rw),"
                 "1028(sdcard_r),3001(net_bt_admin),3002(net_bt),3003(inet),3006(net_bw_stats) context=u:r:shell:s0\n")
     else:
-        inv.out(f"uid=10123(u0_a123) gid=10123(u0_a123) groups=10123(u0_a123),3003(inet) context=u:r:untrusted_app:s0\n")
+        inv.out("uid=10123(u0_a123) gid=10123(u0_a123) groups=10123(u0_a123),3003(inet) context=u:r:untrusted_app:s0\n")
     return 0
 
 

@@ -7,7 +7,7 @@ from ..shell import Invocation
 from . import command
 
 _SOURCES = {"touchscreen", "touchpad", "keyboard", "mouse", "dpad", "gamepad", "stylus", "trackball", "joystick",
-            "touchnavigation", "rotaryencoder", "keyboard"}
+            "touchnavigation", "rotaryencoder"}
 # Below this distance a swipe is a tap (or a long press), as Android's touch slop decides.
 _TOUCH_SLOP_PX = 24
 
