@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import hashlib
 import json
 import math
 import re
@@ -437,18 +436,3 @@ def fill_placeholders(text: str, *, device_serial: str, package_name: str, run_d
     """
     values = {"deviceSerial": device_serial, "packageName": package_name, "runDirectory": run_directory}
     return _PLACEHOLDER_RE.sub(lambda m: values.get(m.group(1), m.group(0)), text)
-
-
-def suite_digest(suite: Suite, *, model: str | None) -> str:
-    """Digest the task a suite measures: prompt, every setting except the baseline, the model.
-
-    Args:
-        suite: The suite.
-        model: The requested model (``--model`` or ``claude.model``), None when unset.
-
-    Returns:
-        ``sha256:`` and 16 hex digits.
-    """
-    settings = {k: v for k, v in suite.raw.items() if k not in ("baseline", "baselineToolSequence")}
-    payload = json.dumps({"settings": settings, "prompt": suite.prompt_text, "model": model}, sort_keys=True, default=str)
-    return "sha256:" + hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]

@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 from pytest_agentbench.errors import SuiteError
-from pytest_agentbench.suite import MAX_SAFE_INTEGER, fill_placeholders, load_suite, suite_digest
+from pytest_agentbench.baseline import suite_digest as raw_suite_digest
+from pytest_agentbench.suite import MAX_SAFE_INTEGER, fill_placeholders, load_suite
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -275,6 +276,10 @@ def test_yaml_12_meanings_are_kept(tmp_path: Path) -> None:
 )
 def test_fill_placeholders(text: str, expected: str) -> None:
     assert fill_placeholders(text, device_serial="emulator-5554", package_name="com.x", run_directory="/r") == expected
+
+
+def suite_digest(suite, *, model):
+    return raw_suite_digest(suite.raw, prompt_text=suite.prompt_text, model_override=model)
 
 
 def test_suite_digest_covers_the_task_but_not_the_baseline(tmp_path: Path) -> None:
