@@ -123,7 +123,7 @@ class FakeFs:
                 return FakeStat(stat.S_IFREG | mode, len(data), mtime)
         return None
 
-    def read(self, path: str) -> bytes:
+    def read(self, path: str, *, user: str = "root") -> bytes:
         with self.lock:
             if path in self.dirs:
                 raise IsADirectoryError(21, "Is a directory", path)
@@ -135,7 +135,7 @@ class FakeFs:
         with self.lock:
             self.files.pop(path)
 
-    def write(self, path: str, data: bytes, mode: int = 0o644, mtime: int | None = None) -> None:
+    def write(self, path: str, data: bytes, mode: int = 0o644, mtime: int | None = None, *, user: str = "root") -> None:
         with self.lock:
             if path in self.dirs:
                 raise IsADirectoryError(21, "Is a directory", path)

@@ -650,6 +650,16 @@ def test_real_phone_push_pull_and_stat(adb: PrivateAdb, android_serial: str, and
     assert android.counters["sync"] >= 3
 
 
+def test_real_phone_app_storage_is_closed_to_push_and_pull(adb: PrivateAdb, android_serial: str, tmp_path: Path) -> None:
+    # adbd runs as the shell user: only run-as reaches an app's private files, as on a phone.
+    private = "/data/data/dev.jasonpearson.automobile.playground/shared_prefs/planted.xml"
+    (tmp_path / "planted.xml").write_bytes(b"<map />")
+    pushed = adb.run("push", str(tmp_path / "planted.xml"), private, serial=android_serial)
+    assert pushed.returncode == 1 and b"Permission denied" in pushed.stdout + pushed.stderr
+    pulled = adb.run("pull", "/data/data/dev.jasonpearson.automobile.playground/nothing", str(tmp_path / "x"), serial=android_serial)
+    assert pulled.returncode == 1
+
+
 def test_real_phone_twenty_parallel_shells(adb: PrivateAdb, android_serial: str) -> None:
     calls = [adb.popen("shell", "echo", f"n{n}", serial=android_serial, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for n in range(20)]
     try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import posixpath
 import shlex
@@ -18,6 +19,9 @@ log = logging.getLogger(__name__)
 # adb's limit on a sync path.
 _SYNC_PATH_MAX = 1024
 _PROMPT = b"sim:/ $ "
+
+
+SHELL_USER = "shell"
 
 
 class ServiceStream(Protocol):
@@ -231,7 +235,8 @@ class PhoneServices:
                 await stream.write(b"".join(records) + protocol.encode_dent_done())
             elif request_id == "RECV":
                 try:
-                    data = await self._call_fs(fs.read, path)
+                    # adbd runs as the shell user: an app's private storage stays closed to sync.
+                    data = await self._call_fs(functools.partial(fs.read, user=SHELL_USER), path)
                 except Exception as exc:
                     await stream.write(protocol.sync_fail(_error_text(exc)))
                     return
@@ -260,7 +265,7 @@ class PhoneServices:
                 return False
         await self._latency()
         try:
-            await self._call_fs(self.phone.fs.write, path, bytes(content), mode & 0o7777, mtime)
+            await self._call_fs(functools.partial(self.phone.fs.write, user=SHELL_USER), path, bytes(content), mode & 0o7777, mtime)
         except Exception as exc:
             await stream.write(protocol.sync_fail(f"{path}: {_error_text(exc)}"))
             return False
