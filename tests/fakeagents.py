@@ -1,0 +1,332 @@
+"""Behaviour names + parameters -> small executable scripts that speak the agent contract; suites -> pytest sessions that run them.
+
+Each script accepts Claude Code's print-mode flags (it ignores them), reads the prompt on stdin and
+writes Claude Code stream-json lines on stdout, then misbehaves as asked: hang, die by a signal,
+print garbage or a truncated last line, answer without touching the device, exit non-zero, kill
+a process (the simulated phone), or hand over to `agentbench-replay`.
+
+`write_agent(directory, "hang", marker=...)` writes one behaviour; `write_dispatcher(directory,
+{suite name: Behaviour(...)})` writes one agent that picks its behaviour from `AGENTBENCH_SUITE`
+(the harness sets it), so one pytest session can run many scenarios.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+#: The MCP server name the built-in profile gives the agent (init event, tool names).
+SERVER = "agentbench"
+
+_PRELUDE = r'''
+import json, os, signal, subprocess, sys, time
+
+SERVER = %(server)r
+PARAMS = json.loads(%(params)r)
+
+def emit(event):
+    sys.stdout.write(json.dumps(event) + "\n")
+    sys.stdout.flush()
+
+def init():
+    emit({"type": "system", "subtype": "init", "cwd": os.getcwd(), "session_id": "fake-session",
+          "tools": ["mcp__%%s__observe" %% SERVER], "mcp_servers": [{"name": SERVER, "status": "connected"}],
+          "model": "fake-model", "permissionMode": "default", "apiKeySource": "none",
+          "claude_code_version": "0.0.1-fake"})
+
+def say(text):
+    emit({"type": "assistant", "message": {"id": "msg_fake", "type": "message", "role": "assistant",
+          "model": "fake-model", "content": [{"type": "text", "text": text}],
+          "usage": {"input_tokens": 10, "output_tokens": 5}}, "session_id": "fake-session"})
+
+def result(text, subtype="success", is_error=False):
+    emit({"type": "result", "subtype": subtype, "is_error": is_error, "num_turns": 1, "result": text,
+          "total_cost_usd": 0.01, "duration_ms": 5, "session_id": "fake-session",
+          "usage": {"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": 0,
+                    "cache_read_input_tokens": 0}, "permission_denials": []})
+
+def mark(path, **data):
+    # Written whole and renamed, so a test polling for it never reads half a marker.
+    partial = path + ".partial"
+    with open(partial, "w") as out:
+        json.dump(data, out)
+    os.replace(partial, path)
+
+def answer(text):
+    init()
+    say(text)
+    result(text)
+
+prompt = sys.stdin.read()
+'''
+
+# Behaviour name -> script body run after the prelude (PARAMS holds the behaviour's parameters).
+BODIES: dict[str, str] = {
+    # Answers the expected lines without a single tool call.
+    "answer": """
+answer(PARAMS["final"])
+""",
+    # A complete, successful-looking stream, then a non-zero exit status.
+    "exit-nonzero": """
+answer(PARAMS["final"])
+sys.exit(PARAMS.get("code", 3))
+""",
+    # Lines that are not stream-json among valid ones.
+    "garbage": """
+init()
+print("this is not json at all", flush=True)
+print('{"type": "assistant", "message": ', flush=True)
+say(PARAMS["final"])
+result(PARAMS["final"])
+""",
+    # A valid stream whose last line is cut off mid-object (no closing brace, no newline).
+    "truncated": """
+init()
+say(PARAMS["final"])
+line = json.dumps({"type": "result", "subtype": "success", "is_error": False, "result": PARAMS["final"]})
+sys.stdout.write(line[: len(line) // 2])
+sys.stdout.flush()
+""",
+    # The stream ends in an error result, as Claude Code does when the budget runs out.
+    "error-result": """
+init()
+say(PARAMS["final"])
+result(PARAMS["final"], subtype=PARAMS.get("subtype", "error_max_budget_usd"), is_error=True)
+""",
+    # Writes a marker (its pid, its group, a child's pid) and sleeps forever. The child stays in
+    # the agent's process group and ignores SIGTERM, as a stuck MCP server might.
+    "hang": """
+child = subprocess.Popen([sys.executable, "-c",
+    "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(3600)"])
+init()
+mark(PARAMS["marker"], pid=os.getpid(), pgid=os.getpgrp(), child=child.pid)
+while True:
+    time.sleep(1)
+""",
+    # Starts its stream, then dies by a signal.
+    "signal": """
+init()
+os.kill(os.getpid(), PARAMS.get("signal", signal.SIGKILL))
+time.sleep(30)
+""",
+    # Kills a process (the simulated phone's), then answers successfully.
+    "kill-then-answer": """
+os.kill(PARAMS["pid"], signal.SIGKILL)
+# Wait until the process is gone so the device has really vanished before the agent exits.
+deadline = time.monotonic() + 30
+while time.monotonic() < deadline:
+    try:
+        os.kill(PARAMS["pid"], 0)
+    except ProcessLookupError:
+        break
+    time.sleep(0.05)
+time.sleep(PARAMS.get("after_s", 1.0))
+answer(PARAMS["final"])
+""",
+    # Writes a marker, then waits for a go file before answering (a gate a test or script controls).
+    "gate": """
+init()
+mark(PARAMS["marker"], pid=os.getpid(), pgid=os.getpgrp())
+deadline = time.monotonic() + PARAMS.get("wait_s", 60)
+while not os.path.exists(PARAMS["go"]) and time.monotonic() < deadline:
+    time.sleep(0.02)
+say(PARAMS["final"])
+result(PARAMS["final"])
+""",
+    # Becomes agentbench-replay with the same arguments and stdin (same pid, same process group).
+    "replay": """
+# The prompt was read already; replay reads it again, so hand it over through a pipe.
+read_fd, write_fd = os.pipe()
+os.write(write_fd, prompt.encode("utf-8"))
+os.close(write_fd)
+os.dup2(read_fd, 0)
+argv = ["agentbench-replay", *sys.argv[1:]]
+if PARAMS.get("plan"):
+    argv += ["--plan", PARAMS["plan"]]
+os.execvp(argv[0], argv)
+""",
+}
+
+
+@dataclass(frozen=True)
+class Behaviour:
+    """One behaviour of a fake agent: a name from `BODIES` and its parameters."""
+
+    name: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+def _write_script(path: Path, body: str, params: dict[str, Any]) -> Path:
+    prelude = _PRELUDE % {"server": SERVER, "params": json.dumps(params)}
+    path.write_text(f"#!{sys.executable}\n{prelude}\n{body}", encoding="utf-8")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return path
+
+
+def write_agent(directory: Path, behaviour: str, **params: Any) -> Path:
+    """Write one fake agent that always behaves as `behaviour`; returns its (executable) path."""
+    if behaviour not in BODIES:
+        raise ValueError(f"unknown fake agent behaviour {behaviour!r}; known: {', '.join(sorted(BODIES))}")
+    directory.mkdir(parents=True, exist_ok=True)
+    return _write_script(directory / f"fake-agent-{behaviour}", BODIES[behaviour], params)
+
+
+def write_dispatcher(directory: Path, behaviours: dict[str, Behaviour]) -> Path:
+    """Write one fake agent that behaves per suite: `AGENTBENCH_SUITE` -> a Behaviour.
+
+    An unknown suite makes the agent exit 97 with a message on stderr (the run is incomplete).
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    table = {suite: {"name": b.name, "params": b.params} for suite, b in behaviours.items()}
+    dispatch = (
+        "TABLE = json.loads(%r)\n"
+        "BODIES = json.loads(%r)\n"
+        "chosen = TABLE.get(os.environ.get('AGENTBENCH_SUITE', ''))\n"
+        "if chosen is None:\n"
+        "    sys.stderr.write('fake agent: no behaviour for suite %%r\\n' %% os.environ.get('AGENTBENCH_SUITE'))\n"
+        "    sys.exit(97)\n"
+        "PARAMS = chosen['params']\n"
+        "exec(compile(BODIES[chosen['name']], chosen['name'], 'exec'))\n"
+    ) % (json.dumps(table), json.dumps(BODIES))
+    return _write_script(directory / "fake-agent-dispatch", dispatch, {})
+
+
+def environ_for_scripts() -> dict[str, str]:
+    """os.environ with the venv's bin first on PATH (agentbench-replay, agentbench-mcp, agentbench-sim)."""
+    env = dict(os.environ)
+    bin_dir = str(Path(sys.executable).parent)
+    env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
+    return env
+
+
+# ----------------------------------------------------------------------------- sessions that use them
+
+REPO = Path(__file__).resolve().parents[1]
+BENCHMARK = REPO / "benchmark" / "agent"
+#: A generous bound for one whole pytest session (a hang detector, not a timing assertion).
+SESSION_TIMEOUT_S = 300
+
+
+def make_project(root: Path, suites: dict[str, dict[str, Any]], *, template: str = "bug-repro",
+                 plans: dict[str, dict[str, Any]] | None = None) -> Path:
+    """A benchmark project in `root`: suites copied from a committed one, renamed, with overrides.
+
+    Args:
+        root: The project directory (gets `pytest.ini` and `benchmark/agent/`).
+        suites: New suite name -> top-level keys to merge into the template (one level deep).
+        template: The committed suite the new ones start from; its plan is copied for each.
+        plans: Suite name -> a replay plan to use instead of the template's.
+
+    Returns:
+        The project root.
+    """
+    import shutil
+
+    import yaml
+
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+    agent = root / "benchmark" / "agent"
+    shutil.copytree(BENCHMARK / "prompts", agent / "prompts", dirs_exist_ok=True)
+    (agent / "suites").mkdir(parents=True, exist_ok=True)
+    (agent / "plans").mkdir(parents=True, exist_ok=True)
+    base = yaml.safe_load((BENCHMARK / "suites" / f"{template}.yml").read_text(encoding="utf-8"))
+    base_plan = yaml.safe_load((BENCHMARK / "plans" / f"{template}.yml").read_text(encoding="utf-8"))
+    for name, overrides in suites.items():
+        suite = json.loads(json.dumps(base))
+        for key, value in overrides.items():
+            if isinstance(value, dict) and isinstance(suite.get(key), dict):
+                suite[key].update(value)
+            else:
+                suite[key] = value
+        suite["name"] = name
+        (agent / "suites" / f"{name}.yml").write_text(yaml.safe_dump(suite, sort_keys=False), encoding="utf-8")
+        plan = (plans or {}).get(name, base_plan)
+        (agent / "plans" / f"{name}.yml").write_text(yaml.safe_dump(plan, sort_keys=False), encoding="utf-8")
+    return root
+
+
+def session_env(adb_port: int, claim_root: Path, **extra: str) -> dict[str, str]:
+    """The environment for a pytest session under test: private adb server, private claim root."""
+    env = environ_for_scripts()
+    for name in ("ADB_SERVER_SOCKET", "ANDROID_ADB_SERVER_ADDRESS", "PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER"):
+        env.pop(name, None)
+    env["ANDROID_ADB_SERVER_PORT"] = str(adb_port)
+    env["AUTOMOBILE_ADB_SERVER_COORDINATION_DIR"] = str(claim_root)
+    env.update(extra)
+    return env
+
+
+def pytest_argv(*args: str) -> list[str]:
+    """`python -m pytest` with no cache and no inherited timeout ini, plus `args`."""
+    return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args]
+
+
+def run_session(cwd: Path, args: list[str], env: dict[str, str]) -> "subprocess.CompletedProcess[str]":
+    """Run one pytest session to completion (in its own process group) and capture its output."""
+    import subprocess
+
+    return subprocess.run(
+        pytest_argv(*args), cwd=cwd, env=env, capture_output=True, text=True,
+        timeout=SESSION_TIMEOUT_S, stdin=subprocess.DEVNULL, start_new_session=True,
+    )
+
+
+@dataclass(frozen=True)
+class Case:
+    """One JUnit testcase: its outcome (passed, failure, skipped, error), its type, message and properties."""
+
+    name: str
+    outcome: str
+    type: str
+    message: str
+    text: str
+    properties: dict[str, str]
+
+
+def junit_cases(path: Path) -> dict[str, Case]:
+    """A JUnit XML file -> testcase name -> Case."""
+    import xml.etree.ElementTree as ET
+
+    cases = {}
+    for testcase in ET.parse(path).getroot().iter("testcase"):
+        outcome, kind_type, message, text = "passed", "", "", ""
+        for kind in ("failure", "error", "skipped"):
+            element = testcase.find(kind)
+            if element is not None:
+                outcome, kind_type = kind, element.get("type", "")
+                message, text = element.get("message", ""), element.text or ""
+                break
+        properties = {p.get("name"): p.get("value") for p in testcase.iter("property")}
+        cases[testcase.get("name")] = Case(testcase.get("name"), outcome, kind_type, message, text, properties)
+    return cases
+
+
+def processes_in_group(pgid: int) -> list[str]:
+    """Live (non-zombie) processes whose process group is `pgid`, as `pid cmdline` strings."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[-1].split()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            found.append(f"{entry.name} {cmdline}")
+    return found
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process exists and is not a zombie."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
