@@ -36,6 +36,28 @@ def free_port() -> int:
             return port
 
 
+def free_port_run(count: int) -> int:
+    """The first of `count` consecutive loopback ports that are all free right now (for `--port P --count N`)."""
+    while True:
+        first = free_port()
+        probes = []
+        try:
+            for port in range(first, first + count):
+                if port in _RESERVED_PORTS or port > 65535:
+                    break
+                probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                probes.append(probe)
+                try:
+                    probe.bind(("127.0.0.1", port))
+                except OSError:
+                    break
+            else:
+                return first
+        finally:
+            for probe in probes:
+                probe.close()
+
+
 def adb_binary() -> str | None:
     """The adb executable tests use (PATH first, then Debian's location)."""
     return shutil.which("adb") or ("/usr/bin/adb" if Path("/usr/bin/adb").exists() else None)

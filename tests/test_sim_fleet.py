@@ -16,7 +16,7 @@ from pytest_agentbench.errors import DeviceUnavailable
 from pytest_agentbench.sim import cli
 from pytest_agentbench.sim.fleet import SimFleet
 
-from adbserver import free_port, private_adb_server  # noqa: F401  (fixture)
+from adbserver import free_port, free_port_run, private_adb_server  # noqa: F401  (fixture)
 
 pytest.importorskip("pytest_agentbench.sim.phone", reason="the simulated Android (sim/phone.py) is not there yet")
 
@@ -150,7 +150,7 @@ def _group_gone(pgid: int) -> bool:
 
 @pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT])
 def test_cli_serves_until_signalled_and_leaves_nothing_behind(private_adb_server, tmp_path, stop_signal):
-    port = free_port()
+    port = free_port_run(2)
     serial_file = tmp_path / "serials.txt"
     process = _start_cli(private_adb_server, "--port", str(port), "--count", "2", "--serial-file", str(serial_file), "--report-commands")
     try:
