@@ -22,7 +22,7 @@ import yaml
 from pytest_agentbench import baseline as baselines
 from pytest_agentbench import report
 from pytest_agentbench.audit import Audit, ProcessOutcome, ScreenSnapshot, Verdict, audit_run
-from pytest_agentbench.errors import AgentbenchError, DeviceError, DeviceLost, VerdictFailed
+from pytest_agentbench.errors import AgentbenchError, DeviceError, DeviceLost, DeviceUnavailable, VerdictFailed
 from pytest_agentbench.fingerprint import UNKNOWN, ServerBuild, scoring_code_digest, server_build_fingerprint
 from pytest_agentbench.invocation import Invocation, build_invocation
 from pytest_agentbench.fixtures import PrivateDaemon, new_run_dir
@@ -167,7 +167,9 @@ def read_post_run_screen(device: ClaimedDevice, suite: Suite, artifacts: RunArti
         return ScreenSnapshot(None, reclaim.reason), None
     try:
         xml = dump_screen(device.adb, device.serial)
-    except DeviceLost as lost:
+    except (DeviceLost, DeviceUnavailable) as lost:
+        # The device was online through preflight; if the adb server can no longer reach it now
+        # (gone, offline), it went away during the run: that is not the agent's failed check.
         return ScreenSnapshot(None, f"the device went away: {lost}"), f"the device went away during the run: {lost}"
     except DeviceError as error:
         return ScreenSnapshot(None, f"the screen could not be dumped: {error}"), None
