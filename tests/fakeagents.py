@@ -121,8 +121,11 @@ os.kill(PARAMS["pid"], signal.SIGKILL)
 deadline = time.monotonic() + 30
 while time.monotonic() < deadline:
     try:
-        os.kill(PARAMS["pid"], 0)
-    except ProcessLookupError:
+        # A killed child of the test process stays a zombie until reaped: that counts as gone.
+        with open("/proc/%d/stat" % PARAMS["pid"]) as stat:
+            if stat.read().rsplit(")", 1)[-1].split()[0] == "Z":
+                break
+    except OSError:
         break
     time.sleep(0.05)
 time.sleep(PARAMS.get("after_s", 1.0))
