@@ -1,2 +1,14 @@
 # The project's own tests drive the plugin through pytester (pytest_plugins may only be set here, in the rootdir conftest).
+from __future__ import annotations
+
+import pytest
+
 pytest_plugins = ["pytester"]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Slow tests that run the real Claude Code CLI (against tests/fake_anthropic.py): `-m claude_cli`
+    # picks them out and `-m "not claude_cli"` leaves them out; CI runs them too.
+    config.addinivalue_line(
+        "markers", "claude_cli: runs the real Claude Code CLI against the fake Anthropic API (slow, a few seconds each)"
+    )

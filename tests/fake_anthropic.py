@@ -135,12 +135,23 @@ class MessagesRequest:
                 return name
         raise LookupError(f"no tool named {short_name!r} offered; offered: {self.tools}")
 
+    def last_user_message(self) -> dict | None:
+        """The last message with role `user`.
+
+        Claude Code 2.1.197 may put a `system`-role message (a reminder) after the user message
+        that carries the tool results, so the last message is not always the user's.
+        """
+        for message in reversed(self.body.get("messages") or []):
+            if isinstance(message, dict) and message.get("role") == "user":
+                return message
+        return None
+
     def tool_results(self) -> list[ToolResult]:
         """The tool_result blocks of the last user message."""
-        messages = self.body.get("messages") or []
-        if not messages or messages[-1].get("role") != "user":
+        message = self.last_user_message()
+        if message is None:
             return []
-        content = messages[-1].get("content")
+        content = message.get("content")
         if not isinstance(content, list):
             return []
         results = []
@@ -151,8 +162,8 @@ class MessagesRequest:
 
     def last_user_text(self) -> str:
         """The text of the last user message (prompt or tool results flattened)."""
-        messages = self.body.get("messages") or []
-        return _flatten(messages[-1].get("content")) if messages else ""
+        message = self.last_user_message()
+        return _flatten(message.get("content")) if message is not None else ""
 
 
 def _flatten(content: Any) -> str:
