@@ -1,0 +1,91 @@
+"""The bug-repro suite run by the plugin on a simulated phone -> a table of the adb commands the phone served before the agent started; exit 1 above 8.
+
+Run: `python tests/perf/preflight_round_trips.py` (needs the `adb` command line; uses a private
+adb server on a free port and a private claim root, and stops both).
+
+The simulated phone runs in this process (SimFleet behind a real adb server) and counts every
+service it serves. `pytest benchmark/agent/suites/bug-repro.yml --device SERIAL` runs as a
+subprocess with a gate agent: the agent writes a marker and waits, so the count is read exactly
+at agent start and the post-run dump is not in it. Everything the phone served from the session's
+start to that moment is counted, which includes claim-to-agent-start (device resolution before
+the claim is host-side: `host:devices` never reaches the phone). Budget: at most 8 commands.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+from tabulate import tabulate
+
+TESTS = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(TESTS))
+
+from adbserver import start_private_adb_server  # noqa: E402
+from fakeagents import REPO, pytest_argv, session_env, write_agent  # noqa: E402
+
+from pytest_agentbench.sim.fleet import SimFleet  # noqa: E402
+
+BUDGET = 8
+WAIT_S = 120
+
+
+def measure(work: Path) -> tuple[list[str], Counter, int, str]:
+    """Run the session; return the commands served before agent start, by-service counts, pytest's status and output."""
+    with start_private_adb_server(work) as server:
+        fleet = SimFleet(count=1, adb=server.client())
+        try:
+            phone, serial = fleet.phones[0], fleet.serials[0]
+            marker, go = work / "agent-started.json", work / "go"
+            agent = write_agent(work / "agent", "gate", marker=str(marker), go=str(go),
+                                final="EXPECTED_COUNT: 3\nDISPLAYED_COUNT: 0")
+            env = session_env(server.port, work / "claims")
+            log_start, counts_start = len(phone.command_log), Counter(phone.counters)
+            proc = subprocess.Popen(
+                pytest_argv("benchmark/agent/suites/bug-repro.yml", "--device", serial, "--claude", str(agent),
+                            "--agentbench-output", str(work / "out"), "-q"),
+                cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                text=True, start_new_session=True,
+            )
+            deadline = time.monotonic() + WAIT_S
+            while not marker.exists():
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    proc.kill()
+                    out = proc.communicate()[0]
+                    raise SystemExit(f"the agent never started; pytest said:\n{out[-3000:]}")
+                time.sleep(0.01)
+            commands = list(phone.command_log[log_start:])
+            served = Counter(phone.counters) - counts_start
+            go.write_text("go\n", encoding="utf-8")
+            out = proc.communicate(timeout=WAIT_S)[0]
+            return commands, served, proc.returncode, out
+        finally:
+            fleet.stop()
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory(prefix="agentbench-perf-") as tmp:
+        commands, served, status, out = measure(Path(tmp))
+    total = sum(served.values())
+    lines = [" ".join(command.split())[:110] for command in commands]
+    # The phone logs shell and exec command lines; sync sessions (file push/pull) carry none.
+    lines += ["sync: a file push/pull session"] * served.get("sync", 0)
+    rows = list(enumerate(lines, 1))
+    print(tabulate(rows, headers=["#", "command served by the simulated phone (claim -> agent start)"]))
+    print()
+    print(f"services served: {json.dumps(dict(sorted(served.items())))}; total {total} (budget {BUDGET})")
+    print(f"pytest exited {status} (the gate agent answers without the device, so the run itself fails)")
+    if total > BUDGET:
+        print(f"FAIL: preflight for bug-repro cost {total} adb commands, more than {BUDGET}", file=sys.stderr)
+        return 1
+    print(f"OK: {total} <= {BUDGET}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
