@@ -138,8 +138,9 @@ class MessagesRequest:
     def last_user_message(self) -> dict | None:
         """The last message with role `user`.
 
-        Claude Code 2.1.197 may put a `system`-role message (a reminder) after the user message
-        that carries the tool results, so the last message is not always the user's.
+        With `--max-budget-usd`, Claude Code 2.1.197 puts a `system`-role message after the user
+        message that carries the tool results (`USD budget: $0.0055/$2; $1.9945 remaining`), so
+        the last message is not always the user's.
         """
         for message in reversed(self.body.get("messages") or []):
             if isinstance(message, dict) and message.get("role") == "user":
