@@ -236,7 +236,7 @@ def agentbench_devices(request: pytest.FixtureRequest) -> Iterator[DevicePool]:
         if fleet is not None:
             fleet.stop()
         if started_server:
-            _kill_server(adb)
+            adb.kill_server()
 
 
 def _ensure_server(adb: Adb) -> bool:
@@ -254,14 +254,6 @@ def _ensure_server(adb: Adb) -> bool:
             time.sleep(0.1)
         raise
     return True
-
-
-def _kill_server(adb: Adb) -> None:
-    if adb.endpoint.is_local:
-        subprocess.run(
-            [adb.adb_binary(), "-P", str(adb.endpoint.port), "kill-server"],
-            capture_output=True, timeout=30, stdin=subprocess.DEVNULL,
-        )
 
 
 _controller_adb_key = pytest.StashKey["Adb"]()
@@ -286,7 +278,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     adb = config.stash.get(_controller_adb_key, None)
     if adb is not None:
-        _kill_server(adb)
+        adb.kill_server()
 
 
 @pytest.fixture

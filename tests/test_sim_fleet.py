@@ -184,3 +184,29 @@ def test_cli_reports_a_busy_port(private_adb_server):
         )
     assert completed.returncode == 1
     assert completed.stderr.startswith("agentbench-sim: ")
+
+
+def test_cli_stops_the_adb_server_it_started(tmp_path):
+    adb_port = free_port()
+    env = {**os.environ, "ANDROID_ADB_SERVER_PORT": str(adb_port), "HOME": str(tmp_path)}
+    env.pop("ADB_SERVER_SOCKET", None)
+    env.pop("ANDROID_ADB_SERVER_ADDRESS", None)
+    serial_file = tmp_path / "serials.txt"
+    process = subprocess.Popen(
+        [*_cli_argv(), "--serial-file", str(serial_file)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )
+    client = Adb(AdbEndpoint("127.0.0.1", adb_port))
+    try:
+        _wait_for_file(serial_file, process)
+        assert client.server_running(), "agentbench-sim starts an adb server when none listens"
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        if client.server_running():
+            client.kill_server()
+            pytest.fail("the adb server agentbench-sim started outlived it")
+    assert process.returncode == 0

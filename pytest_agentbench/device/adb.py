@@ -110,6 +110,18 @@ class Adb:
                 output=completed.stderr, exit_code=completed.returncode,
             )
 
+    def kill_server(self, *, timeout_s: float = 30.0) -> None:
+        """Stop the adb server on a local endpoint (`adb -P PORT kill-server`); for servers this process started."""
+        if not self.endpoint.is_local:
+            return
+        try:
+            subprocess.run(
+                [self.adb_binary(), "-P", str(self.endpoint.port), "kill-server"],
+                capture_output=True, timeout=timeout_s, stdin=subprocess.DEVNULL,
+            )
+        except (OSError, subprocess.TimeoutExpired, DeviceUnavailable):
+            pass
+
     def adb_binary(self) -> str:
         """The adb executable: the one given, else PATH, else $ANDROID_HOME/platform-tools.
 

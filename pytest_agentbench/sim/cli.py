@@ -104,11 +104,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Installed before the phones start, so a signal during start-up still stops them cleanly.
     previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
+        adb = Adb()
+        # An adb server this command starts is stopped again when it exits (its owner).
+        started_server = not adb.server_running()
         try:
-            adb = Adb()
             fleet = SimFleet(args.count, args.latency_ms, adb, first_port=args.port)
         except (AgentbenchError, OSError, ValueError) as exc:
             print(f"agentbench-sim: {exc}", file=sys.stderr)
+            if started_server:
+                adb.kill_server()
             return 1
         try:
             for serial in fleet.serials:
@@ -125,6 +129,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 pass
         finally:
             fleet.stop()
+            if started_server:
+                adb.kill_server()
             if args.serial_file is not None:
                 args.serial_file.unlink(missing_ok=True)
         print(format_report(fleet, with_commands=args.report_commands), file=sys.stderr, flush=True)
