@@ -1,0 +1,160 @@
+"""A saved run directory + `--agentbench-from-result` -> the same verdict and text report, or `incomplete` / a scoring-code flag when the run dir says so.
+
+One real session (replay agent, simulated phone, private adb server) saves a passing
+bug-repro run and a failing wifi-on run; every re-render then runs `pytest` in a subprocess
+on those directories (or doctored copies of them) without a device.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_agentbench.fingerprint import scoring_code_digest
+
+from adbserver import module_adb_server  # noqa: F401  (fixture)
+
+REPO = Path(__file__).resolve().parents[1]
+BENCHMARK = REPO / "benchmark" / "agent"
+VENV_BIN = Path(sys.executable).parent
+SESSION_TIMEOUT_S = 300  # hang detector: a replay session takes seconds
+REPORT_SECTION = "Captured agentbench report call"
+OLD_SCORING_CODE = "sha256:0000000000000000"
+
+
+@dataclass
+class Session:
+    """A finished `pytest` session of the plugin."""
+
+    ret: int
+    stdout: str
+    document: dict[str, Any]
+
+    def report_of(self, suite: str) -> str:
+        """The `agentbench report` section pytest printed for a suite (under -rA)."""
+        reports = []
+        for block in self.stdout.split(REPORT_SECTION)[1:]:
+            lines = block.splitlines()[1:]
+            end = next(i for i, line in enumerate(lines) if line.startswith(("---", "___", "===")))
+            reports.append("\n".join(lines[:end]).rstrip("\n") + "\n")
+        (report,) = [text for text in reports if text.startswith(f"{suite}: ")]
+        return report
+
+    def result_of(self, suite: str) -> dict[str, Any]:
+        (result,) = [run for run in self.document["runs"] if run["suite"] == suite]
+        return result
+
+
+def run_session(root: Path, *args: str, port: int) -> Session:
+    """`pytest ARGS -rA` in root with the replay agent, 80 columns and a private adb server."""
+    json_path = root / f"session-{len(list(root.glob('session-*.json')))}.json"
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("ANDROID_", "ADB_", "PYTEST_"))}
+    env.update(PATH=f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}", ANDROID_ADB_SERVER_PORT=str(port), COLUMNS="80")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", *args, "-rA", "--claude", "agentbench-replay", "--agentbench-json", str(json_path),
+         "--agentbench-output", str(root / "out"), "-p", "no:cacheprovider"],
+        cwd=root, env=env, capture_output=True, text=True, timeout=SESSION_TIMEOUT_S, stdin=subprocess.DEVNULL,
+    )
+    document = json.loads(json_path.read_text(encoding="utf-8")) if json_path.exists() else {}
+    return Session(done.returncode, done.stdout + done.stderr, document)
+
+
+@pytest.fixture(scope="module")
+def saved(module_adb_server, tmp_path_factory) -> tuple[Path, Session]:
+    """One session on the simulated phone: bug-repro passes, wifi-on (expecting `WIFI: off`) fails."""
+    root = tmp_path_factory.mktemp("saved")
+    for part in ("suites", "prompts", "plans"):
+        shutil.copytree(BENCHMARK / part, root / "benchmark" / "agent" / part)
+    (root / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+    wifi = root / "benchmark" / "agent" / "suites" / "wifi-on.yml"
+    wifi.write_text(wifi.read_text(encoding="utf-8").replace('["WIFI: on"]', '["WIFI: off"]'), encoding="utf-8")
+    session = run_session(
+        root, "benchmark/agent/suites/bug-repro.yml", "benchmark/agent/suites/wifi-on.yml", "--device", "sim",
+        port=module_adb_server.port,
+    )
+    assert session.ret == 1, session.stdout
+    assert session.document["counts"] == {"passed": 1, "failed": 1, "incomplete": 0}
+    return root, session
+
+
+def corrupt_transcript(run_dir: Path) -> str:
+    transcript = run_dir / "claude.jsonl"
+    lines = len(transcript.read_text(encoding="utf-8").splitlines())
+    with transcript.open("a", encoding="utf-8") as stream:
+        stream.write('{"type": "assistant", "message": {"content": [\n')
+    return f"1 stream line did not parse (first at line {lines + 1}: invalid JSON"
+
+
+def old_scoring_code(run_dir: Path) -> str:
+    path = run_dir / "result.json"
+    document = json.loads(path.read_text(encoding="utf-8"))
+    document["scoringCode"] = OLD_SCORING_CODE
+    path.write_text(json.dumps(document, indent=2), encoding="utf-8")
+    return f"Scoring code: ! differs: the run was scored by {OLD_SCORING_CODE}, the current code is {scoring_code_digest()}"
+
+
+def as_is(run_dir: Path) -> None:
+    return None
+
+
+RERENDERS = [
+    pytest.param("bug-repro", as_is, "dir", "passed", 0, id="passed-run-dir"),
+    pytest.param("bug-repro", as_is, "result.json", "passed", 0, id="passed-result-json"),
+    pytest.param("wifi-on", as_is, "dir", "failed", 1, id="failed-run-dir"),
+    pytest.param("bug-repro", corrupt_transcript, "dir", "incomplete", 1, id="corrupt-transcript"),
+    pytest.param("bug-repro", old_scoring_code, "dir", "passed", 0, id="scoring-code-differs"),
+]
+
+
+@pytest.mark.parametrize(("suite", "doctor", "target", "status", "ret"), RERENDERS)
+def test_from_result(saved, tmp_path, suite, doctor, target, status, ret):
+    root, original = saved
+    recorded = original.result_of(suite)
+    run_dir = Path(recorded["runDirectory"])
+    if doctor is not as_is:
+        # Doctor a copy so the saved run stays intact for the other cases.
+        run_dir = Path(shutil.copytree(run_dir, tmp_path / "runs" / suite / run_dir.name))
+    expected = doctor(run_dir)
+
+    rerun = run_session(root, "--agentbench-from-result", str(run_dir if target == "dir" else run_dir / "result.json"), port=0)
+
+    assert rerun.ret == ret, rerun.stdout
+    (result,) = rerun.document["runs"]
+    assert result["verdict"]["status"] == status
+    assert result["rerendered"]["verdictWhenRecorded"] == recorded["verdict"]
+    if doctor is as_is:
+        assert result["verdict"] == recorded["verdict"]
+        assert rerun.report_of(suite) == original.report_of(suite)
+        assert f"{status.upper()} {recorded['nodeid']}" in rerun.stdout
+    elif doctor is corrupt_transcript:
+        (reason,) = result["verdict"]["reasons"]
+        assert reason.startswith(expected), reason
+        assert f"INCOMPLETE {recorded['nodeid']}" in rerun.stdout
+        assert f"{suite}[{run_dir.name}] - incomplete: {reason}" in rerun.stdout
+    else:
+        assert expected in rerun.report_of(suite)
+        assert expected not in original.report_of(suite)
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        pytest.param(lambda path: path.mkdir(), "no result.json here", id="empty-dir"),
+        pytest.param(lambda path: None, "no result.json here", id="missing"),
+    ],
+)
+def test_from_result_without_a_result_is_a_usage_error(tmp_path, make, message):
+    (tmp_path / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+    make(tmp_path / "nothing")
+    rerun = run_session(tmp_path, "--agentbench-from-result", str(tmp_path / "nothing"), port=0)
+    assert rerun.ret == 4
+    assert re.search(rf"--agentbench-from-result .*nothing: {message}", rerun.stdout), rerun.stdout
