@@ -6,7 +6,8 @@ private adb server) and the built-in MCP server. The model is tests/fake_anthrop
 scenario from tests/claude_scenarios.py. The pytest process gets the fake's URL, a test API key,
 a fresh HOME and Claude Code's "no non-essential traffic" switches; the plugin passes auth and
 provider variables through and scrubs run-shaping ones (CLAUDE_CODE_MAX_RETRIES among them, so
-no scenario here relies on retries). Marked `claude_cli`: slow next to unit tests, still run in CI.
+no scenario here relies on retries). Those tests are marked `claude_cli`: slow next to unit
+tests, still run in CI. The scenario helpers' own tests at the top are fast and unmarked.
 """
 
 from __future__ import annotations
@@ -21,10 +22,14 @@ from pathlib import Path
 import pytest
 import yaml
 from adbserver import module_adb_server  # noqa: F401  (fixture)
-from claude_scenarios import SCENARIOS, Scenario
-from fake_anthropic import DEFAULT_MODEL, FakeAnthropic
-
-pytestmark = pytest.mark.claude_cli
+from claude_scenarios import (
+    SCENARIOS,
+    Scenario,
+    ScenarioError,
+    device_serial,
+    screen_counts,
+)
+from fake_anthropic import DEFAULT_MODEL, FakeAnthropic, MessagesRequest
 
 NPM_CACHE = Path(os.environ.get("AGENTBENCH_NPM_CACHE", Path.home() / ".cache" / "agentbench" / "npm"))
 CLAUDE = NPM_CACHE / "node_modules" / ".bin" / "claude"
@@ -160,6 +165,60 @@ def run_plugin(pytester: pytest.Pytester, phone: str, module_adb_server, claude_
     return run
 
 
+# --- the scenario helpers on their own (fast) ------------------------------------------------
+
+
+def _request(system: object, messages: list[dict]) -> MessagesRequest:
+    return MessagesRequest("POST", "/v1/messages", {}, {"system": system, "messages": messages, "tools": []})
+
+
+SENTENCE = "Use only the Android device with serial 127.0.0.1:40123; the app under test is dev.app."
+
+
+@pytest.mark.parametrize(
+    ("system", "serial"),
+    [
+        pytest.param([{"type": "text", "text": "You are Claude Code."}, {"type": "text", "text": SENTENCE}], "127.0.0.1:40123", id="blocks"),
+        pytest.param(SENTENCE.replace("127.0.0.1:40123", "emulator-5554"), "emulator-5554", id="string"),
+        pytest.param([{"type": "text", "text": "You are Claude Code."}], None, id="no-sentence"),
+    ],
+)
+def test_device_serial_is_read_from_the_harness_sentence(system: object, serial: str | None) -> None:
+    if serial is None:
+        with pytest.raises(ScenarioError, match="does not name the device serial"):
+            device_serial(_request(system, []))
+    else:
+        assert device_serial(_request(system, [])) == serial
+
+
+@pytest.mark.parametrize(
+    ("screen", "counts"),
+    [
+        pytest.param('3 TextView "Expected count: 3" @540,489\n4 TextView "Displayed count: 0"', {"Expected": "3", "Displayed": "0"}, id="both"),
+        pytest.param('3 TextView "Expected count: 12"', {"Expected": "12"}, id="one"),
+        pytest.param("tapped Button 'Add Item' at 540,839", {}, id="none"),
+    ],
+)
+def test_screen_counts(screen: str, counts: dict[str, str]) -> None:
+    assert screen_counts(screen) == counts
+
+
+def test_tool_results_come_from_the_last_user_message_even_before_a_budget_reminder() -> None:
+    # With --max-budget-usd, Claude Code 2.1.197 sends a system-role message after the tool results.
+    request = _request([], [
+        {"role": "user", "content": "prompt"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "mcp__agentbench__observe", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "text", "text": "screen"}]}]},
+        {"role": "system", "content": "USD budget: $0.0055/$2; $1.9945 remaining"},
+    ])  # fmt: skip
+    assert [(r.tool_use_id, r.text, r.is_error) for r in request.tool_results()] == [("t1", "screen", False)]
+    assert request.last_user_text() == "screen"
+
+
+# --- the real CLI through the plugin (slow) ----------------------------------------------------
+
+
+@pytest.mark.claude_cli
 def test_agent_solves_bug_repro_passes_with_cli_version_model_tokens_and_cost(run_plugin) -> None:
     # A run-shaping variable in the shell is scrubbed; the fake's URL and key reach the CLI.
     run = run_plugin("solves", env={"CLAUDE_CODE_MAX_RETRIES": "1"})
@@ -185,6 +244,7 @@ def test_agent_solves_bug_repro_passes_with_cli_version_model_tokens_and_cost(ru
     assert (run.run_dir / "baseline.yml").exists(), run.result.get("snippet")
 
 
+@pytest.mark.claude_cli
 def test_agent_answers_without_touching_the_phone_fails_the_device_use_check(run_plugin) -> None:
     run = run_plugin("answers-without-the-phone")
     assert run.scenario.problems == []
@@ -198,6 +258,7 @@ def test_agent_answers_without_touching_the_phone_fails_the_device_use_check(run
     run.outcome.stdout.fnmatch_lines(["*failed:*device*"])
 
 
+@pytest.mark.claude_cli
 def test_agent_recovers_from_a_tool_error_passes_with_one_stumble_and_no_baseline(run_plugin) -> None:
     run = run_plugin("recovers-from-a-tool-error")
     assert run.scenario.problems == []
@@ -211,6 +272,7 @@ def test_agent_recovers_from_a_tool_error_passes_with_one_stumble_and_no_baselin
     assert any("stumble" in why for why in run.result["snippet"]["suppressedBecause"]), run.result["snippet"]
 
 
+@pytest.mark.claude_cli
 def test_agent_hang_is_incomplete_at_timeout_seconds_and_leaves_nothing_running(run_plugin) -> None:
     run = run_plugin("hangs", claude={"timeoutSeconds": HANG_TIMEOUT_S})
     assert run.scenario.problems == []
@@ -226,6 +288,7 @@ def test_agent_hang_is_incomplete_at_timeout_seconds_and_leaves_nothing_running(
     assert left == [], "claude or agentbench-mcp outlived the run"
 
 
+@pytest.mark.claude_cli
 def test_budget_exceeded_is_incomplete_with_error_max_budget_usd(run_plugin) -> None:
     run = run_plugin("exceeds-the-budget", claude={"maxBudgetUsd": 0.0001})
     assert run.scenario.problems == []
@@ -236,6 +299,7 @@ def test_budget_exceeded_is_incomplete_with_error_max_budget_usd(run_plugin) -> 
     run.outcome.stdout.fnmatch_lines(["*incomplete*error_max_budget_usd*"])
 
 
+@pytest.mark.claude_cli
 def test_missing_mcp_server_command_is_incomplete_not_connected(run_plugin, pytester: pytest.Pytester) -> None:
     # The auto-mobile profile runs `node <checkout>/dist/src/index.js`: an empty checkout makes
     # that command fail at start, for the harness's tools/list probe and for Claude Code alike.
