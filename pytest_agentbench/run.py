@@ -68,13 +68,13 @@ def _cache(config: pytest.Config) -> dict:
     return config.stash[_session_cache_key]
 
 
-def device_aware_tools(config: pytest.Config, invocation: Invocation, environ: Mapping[str, str]) -> frozenset[str]:
+def device_aware_tools(config: pytest.Config, invocation: Invocation, environ: Mapping[str, str]) -> tuple[frozenset[str], str | None]:
     """The server's device-aware tools, from its own `tools/list`, fetched once per session.
 
     A server that cannot list its tools (its command is missing, it crashes at start) yields no
-    device-aware tools and the run goes on: the agent's init event then reports the server
-    `failed`, which makes the run incomplete ("MCP server did not connect"), as the seed says.
-    The failure is not cached, so a later run in the session probes again.
+    device-aware tools and the reason, and the run goes on: the agent's init event then reports
+    the server `failed`, which makes the run incomplete ("MCP server did not connect"), as the
+    seed says. The failure is not cached, so a later run in the session probes again.
     """
     cache = _cache(config)
     ((name, _),) = invocation.mcp_config["mcpServers"].items()
@@ -82,9 +82,9 @@ def device_aware_tools(config: pytest.Config, invocation: Invocation, environ: M
     if key not in cache:
         try:
             cache[key] = probe_device_aware_tools(invocation.mcp_config, environ=environ)
-        except AgentbenchError:
-            return frozenset()
-    return cache[key]
+        except AgentbenchError as exc:
+            return frozenset(), str(exc)
+    return cache[key], None
 
 
 def adb_client_versions(environ: Mapping[str, str]) -> dict[str, str]:
@@ -233,7 +233,7 @@ def execute_run(item: SuiteItem, device: ClaimedDevice, run_dir: Path, daemon: P
             workdir=workdir, serial=device.serial, environ=environ, private_dirs=daemon.dirs,
         )
         write_run_files(artifacts, invocation)
-        tools = device_aware_tools(item.config, invocation, environ)
+        tools, probe_error = device_aware_tools(item.config, invocation, environ)
         device.hand_over()
         started_at = _now()
         agent = run_agent(
@@ -251,8 +251,14 @@ def execute_run(item: SuiteItem, device: ClaimedDevice, run_dir: Path, daemon: P
         wall_clock_seconds=agent.wall_clock_seconds,
     )
     audit = audit_run(suite=suite, transcript=transcript, process=process, screen=screen, device_aware_tools=tools)
-    if lost_reason and audit.verdict.status != "incomplete":
-        audit = dataclasses.replace(audit, verdict=Verdict("incomplete", (lost_reason,)))
+    # Not the agent's doing: the device vanished, or the harness could not tell which tools act
+    # on a device (so a failed device-use check proves nothing). Either leaves the run incomplete.
+    unjudgeable = lost_reason or (
+        audit.verdict.status == "failed" and probe_error
+        and f"the harness could not list the MCP server's tools, so device use cannot be judged: {probe_error}"
+    )
+    if unjudgeable and audit.verdict.status != "incomplete":
+        audit = dataclasses.replace(audit, verdict=Verdict("incomplete", (unjudgeable,)))
     result = record_result(
         item, audit=audit, transcript=transcript, process=process, preflight=preflight, device=device,
         invocation=invocation, artifacts=artifacts, environ=environ, started_at=started_at, finished_at=finished_at,
