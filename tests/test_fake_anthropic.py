@@ -263,6 +263,7 @@ def test_request_helpers_read_tools_and_tool_results() -> None:
 # --- the real CLI against the fake (slow) ---------------------------------------------------
 
 
+@pytest.mark.claude_cli
 def test_cli_solves_with_a_tool_call_then_a_final_answer(claude_bin: Path, cli_dir: Path) -> None:
     with FakeAnthropic([observe_then_answer, final_answer]) as api:
         run = run_claude(claude_bin, cli_dir, api)
@@ -278,6 +279,7 @@ def test_cli_solves_with_a_tool_call_then_a_final_answer(claude_bin: Path, cli_d
     print(f"solves: {run.seconds:.1f}s")
 
 
+@pytest.mark.claude_cli
 def test_cli_answers_without_tools(claude_bin: Path, cli_dir: Path) -> None:
     with FakeAnthropic([lambda r: reply(text("EXPECTED_COUNT: 3"))]) as api:
         run = run_claude(claude_bin, cli_dir, api)
@@ -287,6 +289,7 @@ def test_cli_answers_without_tools(claude_bin: Path, cli_dir: Path) -> None:
     print(f"text only: {run.seconds:.1f}s")
 
 
+@pytest.mark.claude_cli
 def test_cli_recovers_from_a_tool_error(claude_bin: Path, cli_dir: Path) -> None:
     def retry_after_error(request: MessagesRequest):
         (failed,) = request.tool_results()
@@ -306,6 +309,7 @@ def test_cli_recovers_from_a_tool_error(claude_bin: Path, cli_dir: Path) -> None
     print(f"tool error then recovery: {run.seconds:.1f}s")
 
 
+@pytest.mark.claude_cli
 def test_cli_hangs_when_the_api_never_answers(claude_bin: Path, cli_dir: Path) -> None:
     with FakeAnthropic([lambda r: HANG]) as api:
         run = run_claude(claude_bin, cli_dir, api, timeout_s=8)
@@ -316,6 +320,7 @@ def test_cli_hangs_when_the_api_never_answers(claude_bin: Path, cli_dir: Path) -
     print(f"hang (killed at 8 s): {run.seconds:.1f}s")
 
 
+@pytest.mark.claude_cli
 def test_cli_stops_when_the_budget_is_exceeded(claude_bin: Path, cli_dir: Path) -> None:
     big = {"input_tokens": 2_000_000, "output_tokens": 200_000}
     script = [lambda r: reply(tool_use(r.tool_named("observe"), {"device": "emulator-5554"}), usage=big)]
@@ -326,6 +331,7 @@ def test_cli_stops_when_the_budget_is_exceeded(claude_bin: Path, cli_dir: Path) 
     print(f"budget exceeded: {run.seconds:.1f}s")
 
 
+@pytest.mark.claude_cli
 def test_cli_reports_an_api_500(claude_bin: Path, cli_dir: Path) -> None:
     with FakeAnthropic([], after_script=lambda r: HttpError(500)) as api:
         run = run_claude(claude_bin, cli_dir, api)
