@@ -444,11 +444,49 @@ def render_summary_table(results: Sequence[Mapping[str, Any]], *, width: int = 8
     return table + "\n" + "\n".join(textwrap.wrap(SUMMARY_LEGEND, width))
 
 
+def fit(text: str, width: int = 80) -> str:
+    """Wrap every line of text that is wider than width, so a terminal section never overflows.
+
+    A wrapped line continues on lines indented two more than its own indentation. A line
+    ending in `label: value` whose value still fits on a line of its own (a run directory, a
+    node id) moves the value to the next line whole rather than cutting it, so it stays
+    copyable; only a value wider than the terminal is cut.
+
+    Args:
+        text: Lines separated by newlines.
+        width: Terminal width (at least 20 is assumed useful).
+
+    Returns:
+        The text with no line wider than width.
+    """
+    out: list[str] = []
+    for line in text.splitlines():
+        if len(line) <= width:
+            out.append(line)
+            continue
+        indent = " " * (len(line) - len(line.lstrip()))
+        follow = indent + "  "
+        out += textwrap.wrap(
+            line, width, initial_indent="", subsequent_indent=follow, break_on_hyphens=False,
+            break_long_words=True, drop_whitespace=True,
+        ) or [line[:width]]
+    return "\n".join(out)
+
+
 def render_verbose_details(results: Sequence[Mapping[str, Any]], *, width: int = 80) -> str:
-    """The `-v` expansion: for each run a header line, then its metric rows, sequence diff and run directory."""
+    """The `-v` expansion: for each run a header line, then its metric rows, sequence diff and run directory.
+
+    Every line fits in width: a node id too long for the rule line is shown below it, and
+    long flag messages and paths wrap (see `fit`).
+    """
     blocks = []
     for result in results:
-        title = f" {result.get('nodeid') or result.get('suite')}: {verdict_status(result)} "
-        rule = "-" * max(0, (width - len(title)) // 2)
-        blocks.append(f"{rule}{title}{rule}".rstrip() + "\n" + render_metric_details(result))
+        nodeid = result.get("nodeid") or result.get("suite")
+        title = f" {nodeid}: {verdict_status(result)} "
+        below = ""
+        if len(title) > width - 4:
+            title = f" {_abbreviate(str(result.get('suite') or '?'), max(_MIN_SUITE_WIDTH, width - 20))}: {verdict_status(result)} "
+            below = f"{nodeid}\n"
+        rule = "-" * max(2, (width - len(title)) // 2)
+        blocks.append(fit(f"{rule}{title}{rule}".rstrip() + "\n" + below + render_metric_details(result), width))
     return "\n".join(blocks)
