@@ -98,9 +98,10 @@ class AgentbenchSession:
             return
         # The default `-r fE` hides xfails, so incomplete runs would vanish without this section.
         terminalreporter.write_sep("=", "agentbench")
-        for result in self.results:
-            terminalreporter.write_line(report.verdict_line(result))
         width = min(terminalreporter._tw.fullwidth, 120)
+        for result in self.results:
+            # Wrapped, not cut as pytest's short summary cuts: the reason is the point of this line.
+            terminalreporter.write_line(report.fit(report.verdict_line(result), width))
         terminalreporter.write_line("")
         terminalreporter.write_line(report.render_summary_table(self.results, width=width))
         if self.config.get_verbosity() > 0:
