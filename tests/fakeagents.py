@@ -14,11 +14,16 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
+import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 #: The MCP server name the built-in profile gives the agent (init event, tool names).
 SERVER = "agentbench"
@@ -187,15 +192,15 @@ def write_dispatcher(directory: Path, behaviours: dict[str, Behaviour]) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     table = {suite: {"name": b.name, "params": b.params} for suite, b in behaviours.items()}
     dispatch = (
-        "TABLE = json.loads(%r)\n"
-        "BODIES = json.loads(%r)\n"
+        f"TABLE = json.loads({json.dumps(table)!r})\n"
+        f"BODIES = json.loads({json.dumps(BODIES)!r})\n"
         "chosen = TABLE.get(os.environ.get('AGENTBENCH_SUITE', ''))\n"
         "if chosen is None:\n"
-        "    sys.stderr.write('fake agent: no behaviour for suite %%r\\n' %% os.environ.get('AGENTBENCH_SUITE'))\n"
+        "    sys.stderr.write('fake agent: no behaviour for suite ' + repr(os.environ.get('AGENTBENCH_SUITE')) + '\\n')\n"
         "    sys.exit(97)\n"
         "PARAMS = chosen['params']\n"
         "exec(compile(BODIES[chosen['name']], chosen['name'], 'exec'))\n"
-    ) % (json.dumps(table), json.dumps(BODIES))
+    )
     return _write_script(directory / "fake-agent-dispatch", dispatch, {})
 
 
@@ -228,10 +233,6 @@ def make_project(root: Path, suites: dict[str, dict[str, Any]], *, template: str
     Returns:
         The project root.
     """
-    import shutil
-
-    import yaml
-
     root.mkdir(parents=True, exist_ok=True)
     (root / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
     agent = root / "benchmark" / "agent"
@@ -270,13 +271,11 @@ def pytest_argv(*args: str) -> list[str]:
     return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args]
 
 
-def run_session(cwd: Path, args: list[str], env: dict[str, str]) -> "subprocess.CompletedProcess[str]":
+def run_session(cwd: Path, args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """Run one pytest session to completion (in its own process group) and capture its output."""
-    import subprocess
-
     return subprocess.run(
         pytest_argv(*args), cwd=cwd, env=env, capture_output=True, text=True,
-        timeout=SESSION_TIMEOUT_S, stdin=subprocess.DEVNULL, start_new_session=True,
+        timeout=SESSION_TIMEOUT_S, stdin=subprocess.DEVNULL, start_new_session=True, check=False,
     )
 
 
@@ -294,8 +293,6 @@ class Case:
 
 def junit_cases(path: Path) -> dict[str, Case]:
     """A JUnit XML file -> testcase name -> Case."""
-    import xml.etree.ElementTree as ET
-
     cases = {}
     for testcase in ET.parse(path).getroot().iter("testcase"):
         outcome, kind_type, message, text = "passed", "", "", ""

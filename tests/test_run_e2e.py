@@ -9,14 +9,26 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import yaml
-from adbserver import PrivateAdbServer, module_adb_server  # noqa: F401  (fixture)
-from fakeagents import REPO, Behaviour, Case, junit_cases, make_project, run_session, session_env, write_dispatcher
+from adbserver import PrivateAdbServer, start_private_adb_server
+from fakeagents import (
+    REPO,
+    Behaviour,
+    Case,
+    environ_for_scripts,
+    junit_cases,
+    make_project,
+    run_session,
+    session_env,
+    write_dispatcher,
+)
 
 SENTINELS = {
     "ANTHROPIC_API_KEY": "sk-ant-api03-SENTINELAPIKEY7f3a",
@@ -55,17 +67,25 @@ class Session:
 
 def _run(cwd: Path, args: list[str], adb: PrivateAdbServer, tmp: Path) -> Session:
     output, junit = tmp / "out", tmp / "r.xml"
-    env = session_env(adb.port, tmp / "claims", **SENTINELS)
+    # A wide terminal, so pytest's -rA lines keep their reasons instead of cutting them at 80 columns.
+    env = session_env(adb.port, tmp / "claims", COLUMNS="200", **SENTINELS)
     done = run_session(cwd, [*args, "--agentbench-output", str(output), f"--junitxml={junit}", "-v", "-rA"], env)
     assert junit.exists(), done.stdout + done.stderr
     return Session(done, junit_cases(junit), output)
 
 
 @pytest.fixture(scope="module")
-def committed(module_adb_server: PrivateAdbServer, tmp_path_factory: pytest.TempPathFactory) -> Session:
+def adb_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrivateAdbServer]:
+    """A private real adb server for this module's sessions (never port 5037), stopped afterwards."""
+    with start_private_adb_server(tmp_path_factory.mktemp("adb")) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def committed(adb_server: PrivateAdbServer, tmp_path_factory: pytest.TempPathFactory) -> Session:
     """The README's main job: the committed suites, one simulated phone, the replay agent."""
     tmp = tmp_path_factory.mktemp("committed")
-    return _run(REPO, ["benchmark/", "--device", "sim", "--claude", "agentbench-replay"], module_adb_server, tmp)
+    return _run(REPO, ["benchmark/", "--device", "sim", "--claude", "agentbench-replay"], adb_server, tmp)
 
 
 # Suite name -> (overrides, the fake agent's behaviour, a replay plan or None).
@@ -85,7 +105,7 @@ VERDICT_SUITES = {
 
 
 @pytest.fixture(scope="module")
-def verdicts(module_adb_server: PrivateAdbServer, tmp_path_factory: pytest.TempPathFactory) -> Session:
+def verdicts(adb_server: PrivateAdbServer, tmp_path_factory: pytest.TempPathFactory) -> Session:
     """One session, one suite per verdict rule, one fake agent that behaves per suite."""
     tmp = tmp_path_factory.mktemp("verdicts")
     project = make_project(
@@ -94,7 +114,7 @@ def verdicts(module_adb_server: PrivateAdbServer, tmp_path_factory: pytest.TempP
         plans={name: plan for name, (_, _, plan) in VERDICT_SUITES.items() if plan is not None},
     )
     agent = write_dispatcher(tmp / "agent", {name: behaviour for name, (_, behaviour, _) in VERDICT_SUITES.items()})
-    return _run(project, ["benchmark/", "--device", "sim", "--claude", str(agent)], module_adb_server, tmp)
+    return _run(project, ["benchmark/", "--device", "sim", "--claude", str(agent)], adb_server, tmp)
 
 
 # ----------------------------------------------------------------------------- the committed suites
@@ -105,7 +125,7 @@ def test_committed_suites_all_pass_and_exit_0(committed: Session) -> None:
     assert {name: case.outcome for name, case in committed.cases.items()} == {
         "bug-repro": "passed", "ux-flow": "passed", "wifi-on": "passed",
     }
-    assert re.search(r"^PASSED benchmark/agent/suites/wifi-on.yml::wifi-on$", committed.done.stdout, re.M)
+    assert re.search(r"^PASSED benchmark/agent/suites/wifi-on.yml::wifi-on$", committed.done.stdout, re.MULTILINE)
 
 
 @pytest.mark.parametrize(
@@ -184,6 +204,8 @@ def test_failed_report_names_the_check_expected_seen_and_run_directory(verdicts:
     text = verdicts.cases["failed-no-device"].text
     assert text.splitlines()[0].startswith("failed: no successful call to a device-aware tool"), text[:300]
     assert str(verdicts.run_dir("failed-no-device")) in text
+    assert "FAIL device-use: expected 'a successful call to a device-aware tool'" in text
+    assert "seen: no call to a device-aware tool" in text
     checks = {c["kind"]: c for c in verdicts.result("failed-no-device")["checks"]}
     assert checks["device-use"]["passed"] is False
     assert checks["answer"]["passed"] is True, "the answer was right: only the device-use check fails"
@@ -202,8 +224,9 @@ def test_failed_screen_check_shows_the_app_texts_seen(verdicts: Session) -> None
 def test_incomplete_runs_are_listed_with_their_reasons_and_the_session_exits_1(verdicts: Session) -> None:
     assert verdicts.done.returncode == 1
     for name in ("incomplete-exit", "incomplete-garbage", "incomplete-truncated", "incomplete-budget"):
-        assert re.search(rf"^INCOMPLETE \S+::{name} - ", verdicts.done.stdout, re.M), f"no summary line for {name}"
-        assert re.search(rf"^XFAIL \S+::{name} - incomplete: ", verdicts.done.stdout, re.M), f"no -rA line for {name}"
+        # The agentbench section may wrap a long line at the terminal width: the reason can follow below.
+        assert re.search(rf"^INCOMPLETE \S+::{name}\b", verdicts.done.stdout, re.MULTILINE), f"no summary line for {name}"
+        assert re.search(rf"^XFAIL \S+::{name} - incomplete: ", verdicts.done.stdout, re.MULTILINE), f"no -rA line for {name}"
 
 
 # ----------------------------------------------------------------------------- secrets
@@ -222,6 +245,9 @@ def test_sentinel_secrets_appear_in_no_file_and_no_output(request: pytest.Fixtur
     ]
     leaks += [f"terminal output: {secret}" for secret in SECRET_STRINGS if secret in session.terminal]
     assert not leaks
+    # The sentinels did reach the harness: the provider identity records the proxy host, not its password.
+    results = "".join(path.read_text(encoding="utf-8") for path in session.output.rglob("result.json"))
+    assert "proxy.invalid" in results
 
 
 def _find(document: object, key: str) -> object:
@@ -239,3 +265,15 @@ def _find(document: object, key: str) -> object:
                 return found
     return None
 
+
+
+# ----------------------------------------------------------------------------- preflight cost
+
+
+def test_bug_repro_preflight_costs_at_most_8_adb_commands() -> None:
+    script = REPO / "tests" / "perf" / "preflight_round_trips.py"
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
+                          stdin=subprocess.DEVNULL, env=environ_for_scripts(), check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    served = re.search(r"total (\d+) \(budget 8\)", done.stdout)
+    assert served and 0 < int(served.group(1)) <= 8, done.stdout

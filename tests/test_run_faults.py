@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from adbserver import PrivateAdbServer, module_adb_server  # noqa: F401  (fixture)
+from adbserver import PrivateAdbServer, start_private_adb_server
 from fakeagents import (
     Behaviour,
     junit_cases,
@@ -61,9 +61,16 @@ def _held(root: Path) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def phone(module_adb_server: PrivateAdbServer) -> Iterator[str]:
+def adb_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrivateAdbServer]:
+    """A private real adb server for this module's sessions (never port 5037), stopped afterwards."""
+    with start_private_adb_server(tmp_path_factory.mktemp("adb")) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def phone(adb_server: PrivateAdbServer) -> Iterator[str]:
     """One simulated phone attached to the module's adb server (for sessions run with --device SERIAL)."""
-    fleet = SimFleet(count=1, adb=module_adb_server.client())
+    fleet = SimFleet(count=1, adb=adb_server.client())
     try:
         yield fleet.serials[0]
     finally:
@@ -74,7 +81,7 @@ def phone(module_adb_server: PrivateAdbServer) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def hung_and_killed(module_adb_server: PrivateAdbServer, tmp_path_factory: pytest.TempPathFactory) -> dict:
+def hung_and_killed(adb_server: PrivateAdbServer, tmp_path_factory: pytest.TempPathFactory) -> dict:
     """One session: an agent that hangs (timeoutSeconds: 3) and one killed by SIGKILL."""
     tmp = tmp_path_factory.mktemp("hang")
     marker = tmp / "hang-marker.json"
@@ -86,7 +93,7 @@ def hung_and_killed(module_adb_server: PrivateAdbServer, tmp_path_factory: pytes
         "agent-hangs": Behaviour("hang", {"marker": str(marker)}),
         "agent-killed": Behaviour("signal", {"signal": int(signal.SIGKILL)}),
     })
-    env = session_env(module_adb_server.port, tmp / "claims")
+    env = session_env(adb_server.port, tmp / "claims")
     done = run_session(project, ["benchmark/", "--device", "sim", "--claude", str(agent), f"--junitxml={tmp / 'r.xml'}", "-rA",
                                  "--agentbench-output", str(tmp / "out")], env)
     return {"done": done, "cases": junit_cases(tmp / "r.xml"), "marker": marker, "claims": tmp / "claims"}
@@ -125,13 +132,13 @@ def test_hung_agent_leaves_nothing_running(hung_and_killed: dict) -> None:
 
 
 def test_sigint_mid_run_releases_claims_and_lock_and_leaves_no_child(
-    module_adb_server: PrivateAdbServer, tmp_path: Path
+    adb_server: PrivateAdbServer, tmp_path: Path
 ) -> None:
     marker = tmp_path / "agent-started.json"
     project = make_project(tmp_path / "project", {"interrupted": FAST})
     agent = write_agent(tmp_path / "agent", "hang", marker=str(marker))
     claims = tmp_path / "claims"
-    env = session_env(module_adb_server.port, claims)
+    env = session_env(adb_server.port, claims)
     proc = subprocess.Popen(
         pytest_argv("benchmark/", "--device", "sim", "--claude", str(agent), "--agentbench-output", str(tmp_path / "out")),
         cwd=project, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -179,10 +186,10 @@ def _dead_pid() -> int:
     ids=["second-session-refused", "crashed-lock-reclaimed"],
 )
 def test_benchmark_lock_of_another_session(
-    module_adb_server: PrivateAdbServer, phone: str, tmp_path: Path, holder: str, outcome: str, expected: str
+    adb_server: PrivateAdbServer, phone: str, tmp_path: Path, holder: str, outcome: str, expected: str
 ) -> None:
     claims = tmp_path / "claims"
-    env = session_env(module_adb_server.port, claims)
+    env = session_env(adb_server.port, claims)
     lock = benchmark_lock_path(phone, scope=AdbEndpoint.from_environ(env).scope, root=claims)
     # A live process other than pytest (this test's own) holds it, as another benchmark session would.
     holder_pid = os.getpid() if holder == "live" else _dead_pid()
@@ -204,9 +211,9 @@ def test_benchmark_lock_of_another_session(
 # ----------------------------------------------------------------------------- the phone goes away
 
 
-def test_phone_vanishing_mid_run_is_incomplete_with_the_reason(module_adb_server: PrivateAdbServer, tmp_path: Path) -> None:
+def test_phone_vanishing_mid_run_is_incomplete_with_the_reason(adb_server: PrivateAdbServer, tmp_path: Path) -> None:
     serial_file = tmp_path / "serials"
-    env = session_env(module_adb_server.port, tmp_path / "claims")
+    env = session_env(adb_server.port, tmp_path / "claims")
     sim = subprocess.Popen(
         ["agentbench-sim", "--serial-file", str(serial_file)], env=env, stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
@@ -228,7 +235,7 @@ def test_phone_vanishing_mid_run_is_incomplete_with_the_reason(module_adb_server
             os.killpg(sim.pid, signal.SIGKILL)
         sim.wait(timeout=30)
         if serial:
-            module_adb_server.run_adb("disconnect", serial)
+            adb_server.run_adb("disconnect", serial)
     assert sim.returncode == -signal.SIGKILL, "the agent did not kill the phone: the test proves nothing"
     case = junit_cases(tmp_path / "r.xml")["phone-vanishes"]
     assert (case.outcome, case.type) == ("skipped", "pytest.xfail"), done.stdout[-3000:]

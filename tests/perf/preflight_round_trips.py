@@ -26,10 +26,10 @@ from tabulate import tabulate
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
 
-from adbserver import start_private_adb_server  # noqa: E402
-from fakeagents import REPO, pytest_argv, session_env, write_agent  # noqa: E402
+from adbserver import start_private_adb_server
+from fakeagents import REPO, pytest_argv, session_env, write_agent
 
-from pytest_agentbench.sim.fleet import SimFleet  # noqa: E402
+from pytest_agentbench.sim.fleet import SimFleet
 
 BUDGET = 8
 WAIT_S = 120
@@ -56,8 +56,8 @@ def measure(work: Path) -> tuple[list[str], Counter, int, str]:
             while not marker.exists():
                 if proc.poll() is not None or time.monotonic() > deadline:
                     proc.kill()
-                    out = proc.communicate()[0]
-                    raise SystemExit(f"the agent never started; pytest said:\n{out[-3000:]}")
+                    said = proc.communicate()[0]
+                    raise SystemExit(f"the agent never started; pytest said:\n{said[-3000:]}")
                 time.sleep(0.01)
             commands = list(phone.command_log[log_start:])
             served = Counter(phone.counters) - counts_start
@@ -70,7 +70,7 @@ def measure(work: Path) -> tuple[list[str], Counter, int, str]:
 
 def main() -> int:
     with tempfile.TemporaryDirectory(prefix="agentbench-perf-") as tmp:
-        commands, served, status, out = measure(Path(tmp))
+        commands, served, status, _output = measure(Path(tmp))
     total = sum(served.values())
     lines = [" ".join(command.split())[:110] for command in commands]
     # The phone logs shell and exec command lines; sync sessions (file push/pull) carry none.
