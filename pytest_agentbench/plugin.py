@@ -136,5 +136,12 @@ class SuiteItem(pytest.Item):
             return str(excinfo.value)
         return super().repr_failure(excinfo, style)
 
+    def _repr_failure_py(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        # pytest renders setup and teardown errors (our fixtures: no device, device busy) through
+        # this private method rather than repr_failure; a refusal is a sentence, not a traceback.
+        if isinstance(excinfo.value, AgentbenchError):
+            return str(excinfo.value)
+        return super()._repr_failure_py(excinfo, style)
+
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, self.suite.line, f"suite: {self.suite.name}"

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from adbserver import free_port
+
 PROMPT = "Do the task on {deviceSerial}.\nRESULT: <value>\n"
 
 
@@ -232,11 +234,14 @@ def agentbench_device():
     result.assert_outcomes(passed=1)
 
 
-def test_missing_fixture_is_reported_like_pytest_does(pytester: pytest.Pytester) -> None:
+def test_no_device_is_a_sentence_not_a_traceback(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A fresh adb server port: the plugin starts a server that lists no device, and stops it after.
+    monkeypatch.setenv("ANDROID_ADB_SERVER_PORT", str(free_port()))
     make_suites(pytester, "demo")
-    result = pytester.runpytest()
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*fixture 'agentbench_device' not found*"])
+    result.stdout.fnmatch_lines(["*no online Android device: the adb server lists nothing*"])
+    assert "Traceback" not in result.stdout.str() and "fixtures.py" not in result.stdout.str()
 
 
 @pytest.mark.parametrize(

@@ -27,6 +27,11 @@ KEYCODES = {"KEYCODE_HOME": 3, "KEYCODE_BACK": 4, "KEYCODE_DPAD_UP": 19, "KEYCOD
             "KEYCODE_SEARCH": 84, "KEYCODE_CAMERA": 27, "KEYCODE_VOLUME_MUTE": 164, "KEYCODE_NOTIFICATION": 83}
 
 
+#: When the preinstalled apps were "installed": the system image's build time, the same on every
+#: boot, so two sessions on fresh simulated phones see the same app build (lastUpdateTime).
+SYSTEM_IMAGE_TIME = 1707091200  # 2024-02-05, the day of ro.build.id UQ1A.240205
+
+
 @dataclass(frozen=True)
 class CommandResult:
     """What one shell command line produced on the device."""
@@ -136,7 +141,7 @@ class Phone:
         self._install_serial = 0
         for app in (apps if apps is not None else [cls() for cls in BUILTIN_APPS]):
             self._install(app, apk=None, version_name=app.version_name, version_code=app.version_code,
-                          stamp=int(self.boot_time) - 86400)
+                          stamp=SYSTEM_IMAGE_TIME)
         for binary in sorted(_command_names()):
             self.fs.write(f"/system/bin/{binary}", b"", mode=0o755)
         self.launch(LAUNCHER_PACKAGE)
