@@ -21,13 +21,17 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, Union
+
+import pytest
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
 DEFAULT_USAGE = {"input_tokens": 1000, "output_tokens": 20, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
@@ -437,3 +441,22 @@ def _make_handler(fake: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
             self.close_connection = True
 
     return Handler
+
+
+# ----------------------------------------------------------------------------- the real CLI
+
+#: Where CI installs the pinned Claude Code (`.ci/run`); tests skip with this hint without it.
+NPM_CACHE = Path(os.environ.get("AGENTBENCH_NPM_CACHE", Path.home() / ".cache" / "agentbench" / "npm"))
+CLAUDE = NPM_CACHE / "node_modules" / ".bin" / "claude"
+CLAUDE_VERSION = "2.1.197"
+
+
+@pytest.fixture(scope="module")
+def claude_bin() -> Path:
+    """The pinned Claude Code CLI, or a skip that says how to install it."""
+    if not CLAUDE.exists():
+        pytest.skip(
+            f"Claude Code CLI not installed at {CLAUDE}: run `npm install --prefix {NPM_CACHE} "
+            f"@anthropic-ai/claude-code@{CLAUDE_VERSION}` or set AGENTBENCH_NPM_CACHE"
+        )
+    return CLAUDE

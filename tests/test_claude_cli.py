@@ -29,11 +29,8 @@ from claude_scenarios import (
     device_serial,
     screen_counts,
 )
-from fake_anthropic import DEFAULT_MODEL, FakeAnthropic, MessagesRequest
+from fake_anthropic import CLAUDE_VERSION, DEFAULT_MODEL, FakeAnthropic, MessagesRequest, claude_bin  # noqa: F401  (fixture)
 
-NPM_CACHE = Path(os.environ.get("AGENTBENCH_NPM_CACHE", Path.home() / ".cache" / "agentbench" / "npm"))
-CLAUDE = NPM_CACHE / "node_modules" / ".bin" / "claude"
-CLAUDE_VERSION = "2.1.197"
 BENCHMARK = Path(__file__).resolve().parent.parent / "benchmark" / "agent"
 SUITE_NAME = "bug-repro"
 # Generous for a scripted run (a few seconds); the hang scenario uses its own small timeout.
@@ -47,16 +44,6 @@ FOREIGN_VARIABLES = (
     "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy",
     "ADB_SERVER_SOCKET", "AGENTBENCH_NPM_CACHE",
 )
-
-
-@pytest.fixture(scope="module")
-def claude_bin() -> Path:
-    if not CLAUDE.exists():
-        pytest.skip(
-            f"Claude Code CLI not installed at {CLAUDE}: run `npm install --prefix {NPM_CACHE} "
-            f"@anthropic-ai/claude-code@{CLAUDE_VERSION}` or set AGENTBENCH_NPM_CACHE"
-        )
-    return CLAUDE
 
 
 @pytest.fixture(scope="module")

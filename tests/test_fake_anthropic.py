@@ -20,8 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from fake_anthropic import (
+from fake_anthropic import (  # noqa: F401  (claude_bin is a fixture)
     HANG,
+    claude_bin,
     FakeAnthropic,
     HttpError,
     MessagesRequest,
@@ -31,8 +32,6 @@ from fake_anthropic import (
     tool_use,
 )
 
-NPM_CACHE = Path(os.environ.get("AGENTBENCH_NPM_CACHE", Path.home() / ".cache" / "agentbench" / "npm"))
-CLAUDE = NPM_CACHE / "node_modules" / ".bin" / "claude"
 RUN_TIMEOUT_S = 90
 
 MCP_SERVER = textwrap.dedent(
@@ -91,16 +90,6 @@ class CliRun:
             if isinstance(content, list):
                 found.extend(b for b in content if isinstance(b, dict) and b.get("type") == block_type)
         return found
-
-
-@pytest.fixture(scope="module")
-def claude_bin() -> Path:
-    if not CLAUDE.exists():
-        pytest.skip(
-            f"Claude Code CLI not installed at {CLAUDE}: run `npm install --prefix {NPM_CACHE} "
-            "@anthropic-ai/claude-code@2.1.197` or set AGENTBENCH_NPM_CACHE"
-        )
-    return CLAUDE
 
 
 @pytest.fixture
