@@ -110,7 +110,7 @@ def build_result_document(
         audit: `audit.Audit` (or the same shape as a dict).
         fingerprints: This run's `appBuild`, `suiteDigest`, `deviceFingerprint`,
             `claudeCodeVersion`, `serverBuild`, `observedModel`.
-        scoring_code: `fingerprint.scoring_code_digest()` of the code that audited the run.
+        scoring_code: `server_build.scoring_code_digest()` of the code that audited the run.
         nodeid: The pytest node id.
         started_at: ISO time the agent started.
         finished_at: ISO time the agent ended.

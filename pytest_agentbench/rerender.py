@@ -12,7 +12,7 @@ import pytest
 from pytest_agentbench import report
 from pytest_agentbench.audit import ProcessOutcome, ScreenSnapshot, audit_run
 from pytest_agentbench.errors import AgentbenchError
-from pytest_agentbench.fingerprint import scoring_code_digest
+from pytest_agentbench.server_build import scoring_code_digest
 from pytest_agentbench.screen import parse_hierarchy
 from pytest_agentbench.session import session_key
 from pytest_agentbench.suite import load_suite

@@ -23,7 +23,8 @@ from pytest_agentbench import baseline as baselines
 from pytest_agentbench import report
 from pytest_agentbench.audit import Audit, ProcessOutcome, ScreenSnapshot, Verdict, audit_run
 from pytest_agentbench.errors import AgentbenchError, DeviceError, DeviceLost, DeviceUnavailable, VerdictFailed
-from pytest_agentbench.fingerprint import UNKNOWN, ServerBuild, scoring_code_digest, server_build_fingerprint
+from pytest_agentbench.fingerprint import UNKNOWN
+from pytest_agentbench.server_build import ServerBuild, scoring_code_digest, server_build_fingerprint
 from pytest_agentbench.invocation import Invocation, build_invocation
 from pytest_agentbench.fixtures import PrivateDaemon, new_run_dir
 from pytest_agentbench.preflight import PreflightResult, dump_screen

@@ -9,7 +9,7 @@ import yaml
 
 from pytest_agentbench.audit import Audit, Check, Stumble, Verdict
 from pytest_agentbench.baseline import build_baseline_block, render_snippet, snippet_blockers
-from pytest_agentbench.fingerprint import server_build_fingerprint
+from pytest_agentbench.server_build import server_build_fingerprint
 from pytest_agentbench.report import (
     build_result_document,
     build_session_document,

@@ -1,0 +1,347 @@
+"""Host facts, the server profile's files and the environment -> the server-build fingerprint (digest + non-secret parts)."""
+
+from __future__ import annotations
+
+import configparser
+import json
+import os
+import platform
+import re
+import shlex
+import shutil
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from pytest_agentbench.baseline import UNKNOWN, digest_json, sha256_prefix
+
+PACKAGE_ROOT = Path(__file__).resolve().parent
+
+LOCK_FILE_NAMES: tuple[str, ...] = (
+    "uv.lock",
+    "poetry.lock",
+    "pdm.lock",
+    "Pipfile.lock",
+    "pylock.toml",
+    "requirements.txt",
+    "requirements.lock",
+    "package-lock.json",
+    "bun.lock",
+)
+
+# Organization-managed Claude Code settings apply above everything the run isolates, so each
+# file present in these directories is digested into the build.
+MANAGED_SETTINGS_DIRS: tuple[str, ...] = (
+    "/etc/claude-code",
+    "/Library/Application Support/ClaudeCode",
+    "C:\\Program Files\\ClaudeCode",
+    "C:\\ProgramData\\ClaudeCode",
+)
+
+# Modules whose code decides verdicts; result.json records their digest so a re-render can tell
+# whether the scoring code changed since the run.
+SCORING_MODULES: tuple[str, ...] = ("audit.py", "transcript.py", "screen.py", "suite.py")
+
+_BASE_URL_VARIABLES = (
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_BEDROCK_BASE_URL",
+    "ANTHROPIC_VERTEX_BASE_URL",
+    "ANTHROPIC_FOUNDRY_BASE_URL",
+    "AWS_ENDPOINT_URL",
+    "AWS_ENDPOINT_URL_BEDROCK",
+    "AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
+)
+_PROXY_VARIABLES = frozenset({"HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY"})
+_SELECTOR_VARIABLES = (
+    "ANTHROPIC_VERTEX_PROJECT_ID",
+    "GOOGLE_CLOUD_PROJECT",
+    "GCLOUD_PROJECT",
+    "CLOUDSDK_CORE_PROJECT",
+    "ANTHROPIC_FOUNDRY_RESOURCE",
+    "AWS_PROFILE",
+    "AWS_DEFAULT_PROFILE",
+    "AWS_ROLE_ARN",
+    "AWS_ACCESS_KEY_ID",
+)
+DIRECT_CREDENTIAL_VARIABLES: tuple[str, ...] = (
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "CLAUDE_CODE_OAUTH_TOKEN",
+    "AWS_BEARER_TOKEN_BEDROCK",
+    "ANTHROPIC_FOUNDRY_API_KEY",
+)
+_PROVIDER_SWITCHES = (
+    ("CLAUDE_CODE_USE_BEDROCK", "bedrock"),
+    ("CLAUDE_CODE_USE_VERTEX", "vertex"),
+    ("CLAUDE_CODE_USE_FOUNDRY", "foundry"),
+)
+# Non-secret values kept as they are: regions, tiers, model routing, provider auth switches.
+_PLAIN_VALUE = re.compile(
+    r"^(CLOUD_ML_REGION|AWS_REGION|AWS_DEFAULT_REGION|VERTEX_REGION_\w+"
+    r"|\w*SERVICE_TIER\w*"
+    r"|ANTHROPIC_MODEL|ANTHROPIC_SMALL_FAST_MODEL\w*|ANTHROPIC_DEFAULT_\w+_MODEL\w*|CLAUDE_CODE_SUBAGENT_MODEL"
+    r"|CLAUDE_CODE_USE_\w+|CLAUDE_CODE_SKIP_\w+_AUTH)$"
+)
+_WORKSPACE = re.compile(r"^ANTHROPIC_\w*WORKSPACE\w*$")
+
+
+@dataclass(frozen=True)
+class ServerBuild:
+    """The `serverBuild` fingerprint: its digest and the non-secret components it was computed from."""
+
+    digest: str
+    components: Mapping[str, str] = field(default_factory=dict)
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _digest_text(value: str) -> str:
+    return "sha256:" + sha256_prefix(value.encode("utf-8", "surrogateescape"))
+
+
+def _digest_file(path: Path) -> str:
+    try:
+        return "sha256:" + sha256_prefix(path.read_bytes())
+    except OSError as error:
+        return f"unreadable ({error.strerror or type(error).__name__})"
+
+
+def _iter_files(path: Path) -> Iterable[Path]:
+    if path.is_dir():
+        for child in sorted(path.rglob("*")):
+            if child.is_file() and "__pycache__" not in child.parts and child.suffix != ".pyc":
+                yield child
+    else:
+        yield path
+
+
+def digest_files(paths: Iterable[Path], *, relative_to: Path | None = None) -> str:
+    """One digest over files (directories walked in sorted order) by name and content; missing files count as missing.
+
+    Args:
+        paths: Files or directories.
+        relative_to: Names are recorded relative to this directory, so two checkouts at
+            different places digest the same.
+
+    Returns:
+        `sha256:<16 hex>`.
+    """
+    entries = []
+    for root in paths:
+        root = Path(root)
+        if not root.exists():
+            entries.append([_relative_name(root, relative_to), "missing"])
+            continue
+        for path in _iter_files(root):
+            entries.append([_relative_name(path, relative_to), _digest_file(path)])
+    return digest_json(entries)
+
+
+def _relative_name(path: Path, relative_to: Path | None) -> str:
+    if relative_to is not None:
+        try:
+            return path.resolve().relative_to(relative_to.resolve()).as_posix()
+        except ValueError:
+            pass
+    return path.as_posix()
+
+
+def package_source_digest(package_root: Path = PACKAGE_ROOT) -> str:
+    """Digest of this package's own code and data (`*.py`, `*.json`), which executes and scores runs."""
+    files = [path for path in _iter_files(package_root) if path.suffix in (".py", ".json")]
+    return digest_files(files, relative_to=package_root)
+
+
+def scoring_code_digest(package_root: Path = PACKAGE_ROOT) -> str:
+    """Digest of the modules that decide verdicts (`SCORING_MODULES`), recorded in result.json."""
+    return digest_files([package_root / name for name in SCORING_MODULES], relative_to=package_root)
+
+
+def _describe_url(value: str) -> tuple[str, str | None]:
+    """`scheme://host[:port] path=<digest>` and a digest of any user:password, never the values."""
+    try:
+        parts = urlsplit(value.strip() if "://" in value else "http://" + value.strip())
+        host = (parts.hostname or "").lower()
+        port = parts.port
+    except ValueError:
+        return "unparseable " + _digest_text(value), None
+    where = f"{parts.scheme}://{host}" + (f":{port}" if port else "")
+    rest = parts.path + ("?" + parts.query if parts.query else "") + ("#" + parts.fragment if parts.fragment else "")
+    described = where + (f" path={_digest_text(rest)}" if rest.strip("/") else "")
+    credentials = None
+    if parts.username is not None or parts.password is not None:
+        credentials = _digest_text(f"{parts.username or ''}:{parts.password or ''}")
+    return described, credentials
+
+
+def _google_credentials_identity(path_text: str) -> dict[str, str]:
+    try:
+        document = json.loads(Path(path_text).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {"googleCredentials": "unreadable"}
+    if not isinstance(document, dict):
+        return {"googleCredentials": "unreadable"}
+    identity = {"googleCredentials.type": str(document.get("type", UNKNOWN))}
+    for key in ("client_email", "project_id", "quota_project_id"):
+        if document.get(key):
+            identity[f"googleCredentials.{key}"] = _digest_text(str(document[key]))
+    return identity
+
+
+def _aws_identity(environ: Mapping[str, str]) -> dict[str, str]:
+    """Digest of the AWS config the profile resolves through, and of the role it assumes."""
+    home = environ.get("HOME") or os.path.expanduser("~")
+    config_path = Path(environ.get("AWS_CONFIG_FILE") or Path(home) / ".aws" / "config")
+    if not config_path.is_file():
+        return {"awsConfig": "none"}
+    identity = {"awsConfig": _digest_file(config_path)}
+    profile = environ.get("AWS_PROFILE") or environ.get("AWS_DEFAULT_PROFILE") or "default"
+    parser = configparser.RawConfigParser()
+    try:
+        parser.read(config_path, encoding="utf-8")
+    except (configparser.Error, UnicodeDecodeError):
+        return identity
+    section = "default" if profile == "default" else f"profile {profile}"
+    if parser.has_section(section) and parser.has_option(section, "role_arn"):
+        identity["awsConfig.role_arn"] = _digest_text(parser.get(section, "role_arn"))
+    return identity
+
+
+def provider_identity(environ: Mapping[str, str]) -> dict[str, str]:
+    """Which provider and endpoints a run talks to, without any secret value.
+
+    Args:
+        environ: The environment the agent will inherit.
+
+    Returns:
+        Flat `name -> text` components: the provider, scheme and host of every base URL and proxy
+        (paths and credentials only as digests), digests of account and project selectors, the
+        NAMES of the direct credentials that are set, the AWS config digest for Bedrock, the
+        proxy bypass list, and plain regions, service tiers and model-routing variables.
+    """
+    components: dict[str, str] = {"provider": "anthropic"}
+    for variable, provider in _PROVIDER_SWITCHES:
+        if _truthy(environ.get(variable)):
+            components["provider"] = provider
+            break
+    for name in sorted(environ):
+        value = environ[name]
+        if not value:
+            continue
+        if name in _BASE_URL_VARIABLES or name.upper() in _PROXY_VARIABLES:
+            described, credentials = _describe_url(value)
+            components[f"url.{name}"] = described
+            if credentials:
+                components[f"url.{name}.credentials"] = credentials
+        elif name in _SELECTOR_VARIABLES or _WORKSPACE.match(name):
+            components[f"selector.{name}"] = _digest_text(value)
+        elif name == "ANTHROPIC_CUSTOM_HEADERS":
+            components["customHeaders"] = _digest_text(value)
+        elif name.upper() == "NO_PROXY":
+            hosts = sorted({host.strip().lower() for host in value.split(",") if host.strip()})
+            components[f"noProxy.{name}"] = ",".join(hosts)
+        elif _PLAIN_VALUE.match(name):
+            components[f"env.{name}"] = value
+    if environ.get("GOOGLE_APPLICATION_CREDENTIALS"):
+        components.update(_google_credentials_identity(environ["GOOGLE_APPLICATION_CREDENTIALS"]))
+    credentials_set = [name for name in DIRECT_CREDENTIAL_VARIABLES if environ.get(name)]
+    components["credential"] = ",".join(credentials_set) if credentials_set else "none"
+    if components["provider"] == "bedrock":
+        components.update(_aws_identity(environ))
+    return components
+
+
+def _adb_version_text(output: str) -> str:
+    """The release lines of `adb version`; the `Running on` line is dropped (it changes with the kernel)."""
+    kept = [
+        line.strip()
+        for line in output.splitlines()
+        if line.strip().startswith(("Android Debug Bridge version", "Version "))
+    ]
+    return " / ".join(kept) if kept else (output.strip() or UNKNOWN)
+
+
+def _agent_command_component(agent_command: str | Sequence[str], environ: Mapping[str, str]) -> str:
+    """The agent command by content: its executable resolved on PATH and hashed, plus its arguments."""
+    argv = shlex.split(agent_command) if isinstance(agent_command, str) else list(agent_command)
+    if not argv:
+        return UNKNOWN
+    resolved = shutil.which(argv[0], path=environ.get("PATH"))
+    if resolved is None:
+        return f"{UNKNOWN} (not found: {Path(argv[0]).name})"
+    described = f"{Path(resolved).name} {_digest_file(Path(resolved))}"
+    if len(argv) > 1:
+        # Arguments may carry tokens; only their digest is kept.
+        described += f" args={_digest_text(json.dumps(argv[1:]))}"
+    return described
+
+
+def managed_settings_digests(directories: Sequence[str] = MANAGED_SETTINGS_DIRS) -> dict[str, str]:
+    """A digest of every organization-managed Claude Code file present on this host, keyed by path."""
+    digests = {}
+    for directory in directories:
+        root = Path(directory)
+        if root.is_dir():
+            for path in _iter_files(root):
+                digests[f"managed.{path.as_posix()}"] = _digest_file(path)
+    return digests
+
+
+def _libc() -> str:
+    name, version = platform.libc_ver()
+    return f"{name} {version}".strip() or UNKNOWN
+
+
+def server_build_fingerprint(
+    *,
+    profile_build_files: Sequence[Path],
+    agent_command: str | Sequence[str],
+    environ: Mapping[str, str],
+    adb_endpoint: str,
+    adb_versions: Mapping[str, str],
+    project_root: Path | None = None,
+    package_root: Path = PACKAGE_ROOT,
+    managed_settings_dirs: Sequence[str] = MANAGED_SETTINGS_DIRS,
+) -> ServerBuild:
+    """`serverBuild`: a SHA-256 prefix over everything that executes and scores a run.
+
+    Args:
+        profile_build_files: The MCP server profile's build files (files or directories).
+        agent_command: The `--claude` command; its executable is hashed by content.
+        environ: The environment the agent inherits (read for the provider identity only).
+        adb_endpoint: The adb server endpoint, e.g. `tcp:localhost:5037`.
+        adb_versions: `adb version` output per adb client the server might run, keyed by path.
+        project_root: Where lock files are looked for (`LOCK_FILE_NAMES`), if any.
+        package_root: This package's source directory.
+        managed_settings_dirs: Directories of organization-managed Claude Code settings.
+
+    Returns:
+        The digest and its components. Components hold only names, versions, hosts and
+        digests, so the report can say which one changed without showing a secret.
+    """
+    lock_files = [project_root / name for name in LOCK_FILE_NAMES if (project_root / name).is_file()] if project_root else []
+    components: dict[str, str] = {
+        "profileBuild": digest_files(profile_build_files, relative_to=project_root),
+        "packageSource": package_source_digest(package_root),
+        "lockFiles": digest_files(lock_files, relative_to=project_root) if lock_files else "none",
+        "python": f"{platform.python_implementation()} {platform.python_version()}",
+        "platform": sys.platform,
+        "machine": platform.machine() or UNKNOWN,
+        "libc": _libc(),
+        "agentCommand": _agent_command_component(agent_command, environ),
+        "adbEndpoint": adb_endpoint,
+    }
+    for client, output in sorted(adb_versions.items()):
+        components[f"adb.{client}"] = _adb_version_text(output)
+    components.update({f"provider.{key}" if key != "provider" else key: value for key, value in provider_identity(environ).items()})
+    components.update(managed_settings_digests(managed_settings_dirs))
+    return ServerBuild(digest=digest_json(components), components=components)
+
+
+def changed_components(old: Mapping[str, str], new: Mapping[str, str]) -> tuple[str, ...]:
+    """Names of the server-build components that differ (added, removed or changed), sorted."""
+    return tuple(sorted(key for key in set(old) | set(new) if old.get(key) != new.get(key)))

@@ -1,0 +1,235 @@
+"""Tests for server_build.py: the server-build fingerprint, its non-secret provider identity, the scoring-code digest."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_agentbench.server_build import (
+    ServerBuild,
+    changed_components,
+    provider_identity,
+    scoring_code_digest,
+    server_build_fingerprint,
+)
+
+SECRETS = {
+    "ANTHROPIC_API_KEY": "sk-ant-api03-SECRETAPIKEYVALUE",
+    "CLAUDE_CODE_OAUTH_TOKEN": "sk-ant-oat01-SECRETOAUTHVALUE",
+    "ANTHROPIC_BASE_URL": "https://baseuser:basepass123@gateway.example.com:8443/v1/anthropic?key=qsecret",
+    "HTTPS_PROXY": "http://proxyuser:proxypass456@proxy.corp.example:3128",
+    "https_proxy": "http://proxyuser:proxypass456@proxy.corp.example:3128",
+    "AWS_ACCESS_KEY_ID": "AKIAEXAMPLEKEYID0001",
+    "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/SECRETAWSACCESSKEY",
+    "AWS_SESSION_TOKEN": "FwoGZXIvYXdzESECRETSESSION",
+    "ANTHROPIC_CUSTOM_HEADERS": "X-Api-Token: headersecretvalue",
+    "ANTHROPIC_MODEL": "claude-sonnet-5-5",
+    "NO_PROXY": "localhost,127.0.0.1",
+    "PATH": "/usr/bin:/bin",
+}
+
+SECRET_VALUES = (
+    "SECRETAPIKEYVALUE",
+    "SECRETOAUTHVALUE",
+    "basepass123",
+    "baseuser",
+    "proxypass456",
+    "proxyuser",
+    "qsecret",
+    "AKIAEXAMPLEKEYID0001",
+    "SECRETAWSACCESSKEY",
+    "SECRETSESSION",
+    "headersecretvalue",
+    "/v1/anthropic",
+)
+
+
+def _build(environ, tmp_path: Path, **overrides) -> ServerBuild:
+    profile = tmp_path / "profile"
+    if not profile.exists():
+        profile.mkdir()
+        (profile / "server.js").write_text("console.log('server')\n")
+    values = dict(
+        profile_build_files=[profile],
+        agent_command="sh",
+        environ=environ,
+        adb_endpoint="tcp:localhost:5037",
+        adb_versions={"/usr/bin/adb": "Android Debug Bridge version 1.0.41\nVersion 29.0.6-debian\nRunning on Linux 6.1"},
+        project_root=tmp_path,
+        managed_settings_dirs=(),
+    )
+    values.update(overrides)
+    return server_build_fingerprint(**values)
+
+
+def test_no_secret_value_is_in_the_components(tmp_path):
+    build = _build(SECRETS, tmp_path)
+    dumped = json.dumps(build.components)
+    for secret in SECRET_VALUES:
+        assert secret not in dumped
+    components = build.components
+    assert components["provider"] == "anthropic"
+    assert components["provider.credential"] == "ANTHROPIC_API_KEY,CLAUDE_CODE_OAUTH_TOKEN"
+    assert components["provider.url.ANTHROPIC_BASE_URL"].startswith("https://gateway.example.com:8443 path=sha256:")
+    assert components["provider.url.HTTPS_PROXY"] == "http://proxy.corp.example:3128"
+    assert components["provider.url.HTTPS_PROXY.credentials"].startswith("sha256:")
+    assert components["provider.selector.AWS_ACCESS_KEY_ID"].startswith("sha256:")
+    assert components["provider.env.ANTHROPIC_MODEL"] == "claude-sonnet-5-5"
+    assert components["provider.noProxy.NO_PROXY"] == "127.0.0.1,localhost"
+    assert components["adb./usr/bin/adb"] == "Android Debug Bridge version 1.0.41 / Version 29.0.6-debian"
+    assert "AWS_SECRET_ACCESS_KEY" not in dumped
+
+
+@pytest.mark.parametrize(
+    ("change", "component"),
+    [
+        ({"CLAUDE_CODE_USE_BEDROCK": "1"}, "provider"),
+        ({"CLAUDE_CODE_USE_VERTEX": "true"}, "provider"),
+        ({"CLAUDE_CODE_USE_FOUNDRY": "1"}, "provider"),
+        ({"ANTHROPIC_BASE_URL": "https://baseuser:basepass123@other.example.com:8443/v1/anthropic?key=qsecret"}, "provider.url.ANTHROPIC_BASE_URL"),
+        ({"ANTHROPIC_BASE_URL": "http://baseuser:basepass123@gateway.example.com:8443/v1/anthropic?key=qsecret"}, "provider.url.ANTHROPIC_BASE_URL"),
+        ({"ANTHROPIC_BASE_URL": "https://baseuser:basepass123@gateway.example.com:8443/v2?key=qsecret"}, "provider.url.ANTHROPIC_BASE_URL"),
+        ({"HTTPS_PROXY": "http://proxyuser:proxypass456@proxy2.corp.example:3128"}, "provider.url.HTTPS_PROXY"),
+        ({"HTTPS_PROXY": "http://proxyuser:otherpass@proxy.corp.example:3128"}, "provider.url.HTTPS_PROXY.credentials"),
+        ({"AWS_ACCESS_KEY_ID": "AKIAEXAMPLEKEYID0002"}, "provider.selector.AWS_ACCESS_KEY_ID"),
+        ({"ANTHROPIC_CUSTOM_HEADERS": "X-Api-Token: other"}, "provider.customHeaders"),
+        ({"ANTHROPIC_API_KEY": ""}, "provider.credential"),
+        ({"AWS_REGION": "eu-west-1"}, "provider.env.AWS_REGION"),
+        ({"CLOUD_ML_REGION": "us-east5"}, "provider.env.CLOUD_ML_REGION"),
+        ({"VERTEX_REGION_CLAUDE_SONNET_5": "europe-west4"}, "provider.env.VERTEX_REGION_CLAUDE_SONNET_5"),
+        ({"ANTHROPIC_DEFAULT_SONNET_MODEL": "claude-sonnet-5-6"}, "provider.env.ANTHROPIC_DEFAULT_SONNET_MODEL"),
+        ({"CLAUDE_CODE_SUBAGENT_MODEL": "claude-haiku-5"}, "provider.env.CLAUDE_CODE_SUBAGENT_MODEL"),
+        ({"ANTHROPIC_VERTEX_PROJECT_ID": "my-project"}, "provider.selector.ANTHROPIC_VERTEX_PROJECT_ID"),
+        ({"AWS_PROFILE": "bench"}, "provider.selector.AWS_PROFILE"),
+        ({"ANTHROPIC_WORKSPACE_ID": "wrkspc_01"}, "provider.selector.ANTHROPIC_WORKSPACE_ID"),
+        ({"NO_PROXY": "localhost"}, "provider.noProxy.NO_PROXY"),
+    ],
+)
+def test_provider_or_host_changes_change_the_build(tmp_path, change, component):
+    before = _build(SECRETS, tmp_path)
+    after = _build({**SECRETS, **change}, tmp_path)
+    assert after.digest != before.digest
+    assert component in changed_components(before.components, after.components)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"ANTHROPIC_API_KEY": "sk-ant-api03-ROTATEDKEY"},
+        {"CLAUDE_CODE_OAUTH_TOKEN": "sk-ant-oat01-ROTATEDTOKEN"},
+        {"AWS_SECRET_ACCESS_KEY": "rotated/secret"},
+        {"AWS_SESSION_TOKEN": "rotated-session"},
+        {"ANTHROPIC_AUTH_TOKEN": ""},
+        {"UNRELATED_VARIABLE": "x"},
+    ],
+)
+def test_a_secret_value_change_keeps_the_build(tmp_path, change):
+    assert _build({**SECRETS, **change}, tmp_path).digest == _build(SECRETS, tmp_path).digest
+
+
+def test_build_inputs_change_the_digest(tmp_path):
+    before = _build(SECRETS, tmp_path)
+    (tmp_path / "profile" / "server.js").write_text("console.log('changed')\n")
+    after_profile = _build(SECRETS, tmp_path)
+    assert changed_components(before.components, after_profile.components) == ("profileBuild",)
+    (tmp_path / "uv.lock").write_text("lock\n")
+    after_lock = _build(SECRETS, tmp_path)
+    assert changed_components(after_profile.components, after_lock.components) == ("lockFiles",)
+    other_adb = _build(SECRETS, tmp_path, adb_versions={"/usr/bin/adb": "Android Debug Bridge version 1.0.41\nVersion 35.0.2"})
+    assert changed_components(after_lock.components, other_adb.components) == ("adb./usr/bin/adb",)
+    assert _build(SECRETS, tmp_path, adb_endpoint="tcp:localhost:5099").components["adbEndpoint"] == "tcp:localhost:5099"
+
+
+def test_adb_running_on_line_is_ignored(tmp_path):
+    first = _build(SECRETS, tmp_path, adb_versions={"adb": "Android Debug Bridge version 1.0.41\nRunning on Linux 6.1"})
+    second = _build(SECRETS, tmp_path, adb_versions={"adb": "Android Debug Bridge version 1.0.41\nRunning on Linux 6.9"})
+    assert first.digest == second.digest
+
+
+def test_agent_command_is_hashed_by_content(tmp_path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    wrapper = bin_dir / "fake-claude"
+    wrapper.write_text("#!/bin/sh\nexec claude \"$@\"\n")
+    wrapper.chmod(0o755)
+    environ = {**SECRETS, "PATH": str(bin_dir)}
+    first = _build(environ, tmp_path, agent_command="fake-claude")
+    assert first.components["agentCommand"].startswith("fake-claude sha256:")
+    wrapper.write_text("#!/bin/sh\nexec claude --debug \"$@\"\n")
+    second = _build(environ, tmp_path, agent_command="fake-claude")
+    assert changed_components(first.components, second.components) == ("agentCommand",)
+    missing = _build(environ, tmp_path, agent_command="no-such-agent --flag")
+    assert missing.components["agentCommand"] == "unknown (not found: no-such-agent)"
+
+
+def test_agent_command_arguments_are_only_digested(tmp_path):
+    build = _build(SECRETS, tmp_path, agent_command=["sh", "--token=SECRETARGUMENT"])
+    assert "SECRETARGUMENT" not in json.dumps(build.components)
+    assert " args=sha256:" in build.components["agentCommand"]
+
+
+def test_google_credentials_identity_never_reads_the_key(tmp_path):
+    credentials = tmp_path / "sa.json"
+    credentials.write_text(
+        json.dumps(
+            {
+                "type": "service_account",
+                "project_id": "bench-project",
+                "client_email": "bench@bench-project.iam.gserviceaccount.com",
+                "private_key": "-----BEGIN PRIVATE KEY-----SECRETPRIVATEKEY",
+                "private_key_id": "SECRETKEYID",
+            }
+        )
+    )
+    identity = provider_identity({"CLAUDE_CODE_USE_VERTEX": "1", "GOOGLE_APPLICATION_CREDENTIALS": str(credentials)})
+    dumped = json.dumps(identity)
+    assert identity["provider"] == "vertex"
+    assert identity["googleCredentials.type"] == "service_account"
+    assert identity["googleCredentials.client_email"].startswith("sha256:")
+    for secret in ("SECRETPRIVATEKEY", "SECRETKEYID", "bench@", "bench-project"):
+        assert secret not in dumped
+    assert provider_identity({"GOOGLE_APPLICATION_CREDENTIALS": str(tmp_path / "absent.json")})["googleCredentials"] == "unreadable"
+
+
+def test_bedrock_digests_the_aws_config_and_its_role(tmp_path):
+    config = tmp_path / "config"
+    config.write_text("[profile bench]\nrole_arn = arn:aws:iam::123456789012:role/Bench\nregion = us-east-1\n")
+    environ = {"CLAUDE_CODE_USE_BEDROCK": "1", "AWS_PROFILE": "bench", "AWS_CONFIG_FILE": str(config), "AWS_BEARER_TOKEN_BEDROCK": "SECRETBEARER"}
+    identity = provider_identity(environ)
+    assert identity["credential"] == "AWS_BEARER_TOKEN_BEDROCK"
+    assert identity["awsConfig"].startswith("sha256:")
+    assert identity["awsConfig.role_arn"].startswith("sha256:")
+    assert "123456789012" not in json.dumps(identity) and "SECRETBEARER" not in json.dumps(identity)
+    config.write_text("[profile bench]\nrole_arn = arn:aws:iam::123456789012:role/Other\n")
+    assert provider_identity(environ)["awsConfig.role_arn"] != identity["awsConfig.role_arn"]
+
+
+def test_managed_settings_files_are_digested(tmp_path):
+    managed = tmp_path / "etc-claude-code"
+    managed.mkdir()
+    (managed / "managed-settings.json").write_text('{"permissions": {}}')
+    build = _build(SECRETS, tmp_path, managed_settings_dirs=(str(managed), str(tmp_path / "absent")))
+    key = f"managed.{(managed / 'managed-settings.json').as_posix()}"
+    assert build.components[key].startswith("sha256:")
+    (managed / "managed-settings.json").write_text('{"permissions": {"deny": ["Bash"]}}')
+    after = _build(SECRETS, tmp_path, managed_settings_dirs=(str(managed),))
+    assert changed_components(build.components, after.components) == (key,)
+
+
+def test_build_does_not_depend_on_where_the_project_lives(tmp_path):
+    first_root, second_root = tmp_path / "a", tmp_path / "b"
+    for root in (first_root, second_root):
+        root.mkdir()
+    assert _build(SECRETS, first_root).digest == _build(SECRETS, second_root).digest
+
+
+def test_scoring_code_digest_follows_the_scoring_modules(tmp_path):
+    for name in ("audit.py", "transcript.py", "screen.py", "suite.py"):
+        (tmp_path / name).write_text(f"# {name}\n")
+    first = scoring_code_digest(tmp_path)
+    (tmp_path / "report.py").write_text("# not scoring\n")
+    assert scoring_code_digest(tmp_path) == first
+    (tmp_path / "audit.py").write_text("# changed\n")
+    assert scoring_code_digest(tmp_path) != first
