@@ -16,6 +16,10 @@ DEFAULT_SUITE_DIRS = ("suites",)
 # Help texts start with a capital letter and, when a single phrase, end without a period.
 
 
+#: Attempts `--agentbench-record-baseline` allows for a clean pass ("allow up to three", the seed).
+RECORDING_ATTEMPTS = 3
+
+
 def _non_empty(what: str):
     def parse(value: str) -> str:
         if not value.strip():

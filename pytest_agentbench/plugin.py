@@ -12,7 +12,7 @@ from _pytest.fixtures import TopRequest
 
 from pytest_agentbench.dryrun import SECTION as DRY_RUN_SECTION
 from pytest_agentbench.errors import AgentbenchError, SuiteError
-from pytest_agentbench.options import add_options
+from pytest_agentbench.options import RECORDING_ATTEMPTS, add_options
 from pytest_agentbench.session import AgentbenchSession, session_key
 from pytest_agentbench.suite import Suite, load_suite
 
@@ -92,7 +92,7 @@ class SuiteItem(pytest.Item):
         if not self.agentbench.options.dry_run:
             # pytest-timeout is the backstop for the whole item: the agent's own timeout, every
             # attempt when recording a baseline, plus room for preflight and the post-run dump.
-            attempts = 3 if self.agentbench.options.record_baseline else 1
+            attempts = RECORDING_ATTEMPTS if self.agentbench.options.record_baseline else 1
             self.add_marker(pytest.mark.timeout(attempts * (suite.claude.timeout_seconds + ITEM_TIMEOUT_MARGIN_S)))
         self._init_fixtures()
 

@@ -7,7 +7,6 @@ import glob
 import json
 import os
 import re
-import shlex
 import shutil
 import subprocess
 import tempfile
@@ -21,16 +20,33 @@ import yaml
 
 from pytest_agentbench import baseline as baselines
 from pytest_agentbench import report
-from pytest_agentbench.audit import Audit, ProcessOutcome, ScreenSnapshot, Verdict, audit_run
-from pytest_agentbench.errors import AgentbenchError, DeviceError, DeviceLost, DeviceUnavailable, VerdictFailed
+from pytest_agentbench.audit import (
+    Audit,
+    ProcessOutcome,
+    ScreenSnapshot,
+    Verdict,
+    audit_run,
+)
+from pytest_agentbench.errors import (
+    AgentbenchError,
+    DeviceError,
+    DeviceLost,
+    DeviceUnavailable,
+    VerdictFailed,
+)
 from pytest_agentbench.fingerprint import UNKNOWN
-from pytest_agentbench.server_build import ServerBuild, scoring_code_digest, server_build_fingerprint
-from pytest_agentbench.invocation import Invocation, build_invocation
 from pytest_agentbench.fixtures import PrivateDaemon, new_run_dir
+from pytest_agentbench.invocation import Invocation, build_invocation
+from pytest_agentbench.options import RECORDING_ATTEMPTS
 from pytest_agentbench.preflight import PreflightResult, dump_screen
 from pytest_agentbench.redact import mask_secrets
 from pytest_agentbench.runner import run_agent
 from pytest_agentbench.screen import parse_hierarchy
+from pytest_agentbench.server_build import (
+    ServerBuild,
+    scoring_code_digest,
+    server_build_fingerprint,
+)
 from pytest_agentbench.servers.probe import probe_device_aware_tools
 from pytest_agentbench.session import RESULT_PROPERTY
 from pytest_agentbench.transcript import Transcript, parse_file
@@ -42,25 +58,45 @@ if TYPE_CHECKING:
     from pytest_agentbench.suite import Suite
 
 _session_cache_key = pytest.StashKey[dict]()
-#: Attempts `--agentbench-record-baseline` allows for a clean pass, as the seed advises.
-RECORDING_ATTEMPTS = 3
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunArtifacts:
-    """Paths of one run's files, as the seed's artifact table names them."""
+    """Paths of one run's files, named as in the seed's artifact table."""
 
     run_dir: Path
 
-    def __getattr__(self, name: str) -> Path:
-        names = {
-            "prompt": "prompt.md", "mcp_config": "mcp-config.json", "command": "claude-command.json",
-            "transcript": "claude.jsonl", "stderr": "claude.stderr", "screen": "screen.xml",
-            "result": "result.json", "snippet": "baseline.yml",
-        }
-        if name not in names:
-            raise AttributeError(name)
-        return self.run_dir / names[name]
+    @property
+    def prompt(self) -> Path:
+        return self.run_dir / "prompt.md"
+
+    @property
+    def mcp_config(self) -> Path:
+        return self.run_dir / "mcp-config.json"
+
+    @property
+    def command(self) -> Path:
+        return self.run_dir / "claude-command.json"
+
+    @property
+    def transcript(self) -> Path:
+        return self.run_dir / "claude.jsonl"
+
+    @property
+    def stderr(self) -> Path:
+        return self.run_dir / "claude.stderr"
+
+    @property
+    def screen(self) -> Path:
+        return self.run_dir / "screen.xml"
+
+    @property
+    def result(self) -> Path:
+        return self.run_dir / "result.json"
+
+    @property
+    def snippet(self) -> Path:
+        return self.run_dir / "baseline.yml"
 
 
 def _cache(config: pytest.Config) -> dict:
@@ -356,8 +392,3 @@ def _transcript_tail(transcript: Transcript, limit: int = 30) -> str:
 
 def _now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def shell_line(argv: list[str]) -> str:
-    """An argv as one copy-pasteable shell line."""
-    return shlex.join(argv)
