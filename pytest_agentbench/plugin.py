@@ -89,9 +89,10 @@ class SuiteItem(pytest.Item):
         self.add_marker(pytest.mark.agentbench)
         # -k matches keywords; "bug_repro" is how people type a name that has a dash in it.
         self.extra_keyword_matches.add(suite.name.replace("-", "_"))
-        if not self.agentbench.options.dry_run:
+        if not self.agentbench.options.dry_run and self.config.pluginmanager.has_plugin("timeout"):
             # pytest-timeout is the backstop for the whole item: the agent's own timeout, every
             # attempt when recording a baseline, plus room for preflight and the post-run dump.
+            # (With plugin autoloading off it is there only with `-p timeout`.)
             attempts = RECORDING_ATTEMPTS if self.agentbench.options.record_baseline else 1
             self.add_marker(pytest.mark.timeout(attempts * (suite.claude.timeout_seconds + ITEM_TIMEOUT_MARGIN_S)))
         self._init_fixtures()
