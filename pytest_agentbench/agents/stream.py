@@ -14,6 +14,10 @@ from pytest_agentbench import __version__
 # Named so a transcript (and a baseline's claudeCodeVersion) can never be mistaken for Claude's.
 REPLAY_VERSION = f"{__version__}-agentbench-replay"
 DEFAULT_MODEL = "replay"
+#: The model name on the replay's assistant messages: a script wrote them, not the requested
+#: model, so the harness's observed model says so (the init event still echoes --model, as
+#: Claude Code's does).
+REPLAY_MODEL = "agentbench-replay"
 
 
 def _zero_usage_preliminary() -> dict[str, int]:
@@ -120,7 +124,7 @@ class StreamWriter:
                 "id": self._message_id,
                 "type": "message",
                 "role": "assistant",
-                "model": self.model,
+                "model": REPLAY_MODEL,
                 "content": [block],
                 "stop_reason": None,
                 "stop_sequence": None,
