@@ -179,6 +179,11 @@ def _report(driver: PhoneDriver, before: Observation, done: str) -> str:
     return f"{done}; the screen now shows:\n{after.text}"
 
 
+def _check_package(name: str) -> None:
+    if not _PACKAGE.fullmatch(name):
+        raise ToolError(f"'{name}' is not a package name; expected something like com.android.settings")
+
+
 def build_server(config: ServerConfig | None = None, *, adb: Adb | None = None) -> AgentbenchServer:
     """Build the built-in Android MCP server.
 
@@ -210,6 +215,14 @@ def build_server(config: ServerConfig | None = None, *, adb: Adb | None = None) 
 
     async def on_phone(device: str, action: Callable[[PhoneDriver], str]) -> str:
         return await anyio.to_thread.run_sync(hub.call, device, action)
+
+    async def changing_screen(device: str, change: Callable[[PhoneDriver], str]) -> str:
+        # An action whose answer compares the screen after it with the screen before it.
+        def act(driver: PhoneDriver) -> str:
+            before = driver.current()
+            return _report(driver, before, change(driver))
+
+        return await on_phone(device, act)
 
     async def listDevices() -> str:
         """List the Android devices this server can drive, one line each: serial and state."""
@@ -299,23 +312,20 @@ def build_server(config: ServerConfig | None = None, *, adb: Adb | None = None) 
     ) -> str:
         """Press a hardware or navigation button: back, home, enter, delete, recent, volume_up, volume_down, power, tab, menu."""
 
-        def act(driver: PhoneDriver) -> str:
-            before = driver.current()
+        def press(driver: PhoneDriver) -> str:
             driver.key(button)
-            return _report(driver, before, f"pressed {button}")
+            return f"pressed {button}"
 
-        return await on_phone(device, act)
+        return await changing_screen(device, press)
 
     async def launchApp(
         packageName: Annotated[str, Field(description="Android package name, e.g. com.android.settings")],
         device: DeviceArg = "",
     ) -> str:
         """Start an app's launcher activity by package name."""
-        if not _PACKAGE.fullmatch(packageName):
-            raise ToolError(f"'{packageName}' is not a package name; expected something like com.android.settings")
+        _check_package(packageName)
 
-        def act(driver: PhoneDriver) -> str:
-            before = driver.current()
+        def launch(driver: PhoneDriver) -> str:
             result = driver.launch(packageName)
             if result.exit_code != 0 or "No activities found" in result.stdout or "aborted" in result.stdout:
                 apps = [p for p in driver.installed_packages() if not p.startswith(("android", "com.android.internal"))]
@@ -323,24 +333,22 @@ def build_server(config: ServerConfig | None = None, *, adb: Adb | None = None) 
                     f"app '{packageName}' is not installed or has no launcher activity; installed apps: "
                     f"{', '.join(apps) or 'none'}"
                 )
-            return _report(driver, before, f"launched {packageName}")
+            return f"launched {packageName}"
 
-        return await on_phone(device, act)
+        return await changing_screen(device, launch)
 
     async def terminateApp(
         packageName: Annotated[str, Field(description="Android package name to force-stop")],
         device: DeviceArg = "",
     ) -> str:
         """Force-stop an app by package name."""
-        if not _PACKAGE.fullmatch(packageName):
-            raise ToolError(f"'{packageName}' is not a package name; expected something like com.android.settings")
+        _check_package(packageName)
 
-        def act(driver: PhoneDriver) -> str:
-            before = driver.current()
+        def stop(driver: PhoneDriver) -> str:
             driver.force_stop(packageName)
-            return _report(driver, before, f"stopped {packageName}")
+            return f"stopped {packageName}"
 
-        return await on_phone(device, act)
+        return await changing_screen(device, stop)
 
     async def openLink(
         url: Annotated[str, Field(description="URL or deep link, e.g. https://example.com or myapp://route")],
@@ -350,25 +358,23 @@ def build_server(config: ServerConfig | None = None, *, adb: Adb | None = None) 
         if not _URL.fullmatch(url):
             raise ToolError(f"'{url}' is not a URL; expected scheme:rest, e.g. https://example.com")
 
-        def act(driver: PhoneDriver) -> str:
-            before = driver.current()
+        def open_url(driver: PhoneDriver) -> str:
             result = driver.open_link(url)
             if result.exit_code != 0 or "Error" in result.stdout:
                 detail = " ".join(result.stdout.split())[-300:]
                 raise ToolError(f"no app could open '{url}': {detail}")
-            return _report(driver, before, f"opened {url}")
+            return f"opened {url}"
 
-        return await on_phone(device, act)
+        return await changing_screen(device, open_url)
 
     async def homeScreen(device: DeviceArg = "") -> str:
         """Go to the home screen (launcher)."""
 
-        def act(driver: PhoneDriver) -> str:
-            before = driver.current()
+        def go_home(driver: PhoneDriver) -> str:
             driver.key("home")
-            return _report(driver, before, "went to the home screen")
+            return "went to the home screen"
 
-        return await on_phone(device, act)
+        return await changing_screen(device, go_home)
 
     for tool in (listDevices, observe, tapOn, inputText, swipeOn, pressButton, launchApp, terminateApp,
                  openLink, homeScreen):
