@@ -7,6 +7,7 @@ import posixpath
 import re
 import stat as stat_bits
 import time
+from collections.abc import Callable
 
 from ..shell import Invocation
 from . import command
@@ -29,6 +30,18 @@ def _flags(args: list[str], known: str) -> tuple[set[str], list[str]]:
 
 def _os_error(inv: Invocation, tool: str, operand: str, error: OSError) -> None:
     inv.err(f"{tool}: {operand}: {error.strerror}\n")
+
+
+def _each_operand(inv: Invocation, tool: str, operands: list[str], action: Callable[[str], object]) -> int:
+    """Apply an action to every operand as toybox does: report each failure, go on, exit 1 if any failed."""
+    status = 0
+    for operand in operands:
+        try:
+            action(operand)
+        except OSError as error:
+            _os_error(inv, tool, operand, error)
+            status = 1
+    return status
 
 
 @command("cat")
@@ -121,14 +134,9 @@ def mkdir(inv: Invocation) -> int:
     flags, operands = _flags(inv.args, "pv")
     if not operands:
         return inv.fail("mkdir: Needs 1 argument")
-    status = 0
-    for operand in operands:
-        try:
-            inv.phone.fs.mkdir(inv.path(operand), parents="p" in flags, user=inv.user)
-        except OSError as error:
-            _os_error(inv, "mkdir", operand, error)
-            status = 1
-    return status
+    return _each_operand(
+        inv, "mkdir", operands, lambda operand: inv.phone.fs.mkdir(inv.path(operand), parents="p" in flags, user=inv.user)
+    )
 
 
 @command("mv")
@@ -136,15 +144,8 @@ def mv(inv: Invocation) -> int:
     _, operands = _flags(inv.args, "finv")
     if len(operands) < 2:
         return inv.fail("mv: Needs 2 arguments")
-    status = 0
     target = inv.path(operands[-1])
-    for operand in operands[:-1]:
-        try:
-            inv.phone.fs.rename(inv.path(operand), target, user=inv.user)
-        except OSError as error:
-            _os_error(inv, "mv", operand, error)
-            status = 1
-    return status
+    return _each_operand(inv, "mv", operands[:-1], lambda operand: inv.phone.fs.rename(inv.path(operand), target, user=inv.user))
 
 
 @command("cp")
@@ -154,16 +155,13 @@ def cp(inv: Invocation) -> int:
         return inv.fail("cp: Needs 2 arguments")
     fs = inv.phone.fs
     target = inv.path(operands[-1])
-    status = 0
-    for operand in operands[:-1]:
+
+    def copy(operand: str) -> None:
         source = inv.path(operand)
         destination = posixpath.join(target, posixpath.basename(source)) if fs.is_dir(target) else target
-        try:
-            _copy(inv, source, destination, recursive=bool(flags & {"r", "R", "a"}))
-        except OSError as error:
-            _os_error(inv, "cp", operand, error)
-            status = 1
-    return status
+        _copy(inv, source, destination, recursive=bool(flags & {"r", "R", "a"}))
+
+    return _each_operand(inv, "cp", operands[:-1], copy)
 
 
 def _copy(inv: Invocation, source: str, destination: str, *, recursive: bool) -> None:
@@ -318,16 +316,14 @@ def sleep(inv: Invocation) -> int:
 @command("touch")
 def touch(inv: Invocation) -> int:
     _, operands = _flags(inv.args, "acm")
-    status = 0
-    for operand in operands:
+    fs = inv.phone.fs
+
+    def touch_one(operand: str) -> None:
         path = inv.path(operand)
-        try:
-            data = inv.phone.fs.read(path, user=inv.user) if inv.phone.fs.exists(path) else b""
-            inv.phone.fs.write(path, data, user=inv.user, make_parents=False)
-        except OSError as error:
-            _os_error(inv, "touch", operand, error)
-            status = 1
-    return status
+        data = fs.read(path, user=inv.user) if fs.exists(path) else b""
+        fs.write(path, data, user=inv.user, make_parents=False)
+
+    return _each_operand(inv, "touch", operands, touch_one)
 
 
 @command("chmod")
@@ -335,14 +331,8 @@ def chmod(inv: Invocation) -> int:
     _, operands = _flags(inv.args, "R")
     if len(operands) < 2 or not re.fullmatch(r"[0-7]{3,4}", operands[0]):
         return inv.fail("chmod: only octal modes are supported")
-    status = 0
-    for operand in operands[1:]:
-        try:
-            inv.phone.fs.chmod(inv.path(operand), int(operands[0], 8))
-        except OSError as error:
-            _os_error(inv, "chmod", operand, error)
-            status = 1
-    return status
+    mode = int(operands[0], 8)
+    return _each_operand(inv, "chmod", operands[1:], lambda operand: inv.phone.fs.chmod(inv.path(operand), mode))
 
 
 def _lines_of(inv: Invocation, files: list[str]) -> tuple[list[bytes], int]:
