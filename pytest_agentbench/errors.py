@@ -67,3 +67,7 @@ class VerdictFailed(AgentbenchError):
     def __init__(self, verdict: object, message: str) -> None:
         self.verdict = verdict
         super().__init__(message)
+
+
+class SavedRunError(AgentbenchError):
+    """A saved run cannot be re-rendered: its result.json or suite is missing or unreadable."""

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_agentbench.device.selection import parse_device_option
+
 DEFAULT_OUTPUT = "scratch/agent-benchmarks"
 DEFAULT_CLAUDE = "claude"
 DEFAULT_SERVER = "agentbench"
@@ -20,6 +22,11 @@ DEFAULT_SUITE_DIRS = ("suites",)
 RECORDING_ATTEMPTS = 3
 
 
+def attempts_for(options: AgentbenchOptions) -> int:
+    """How many runs one suite item may make: up to three when recording a baseline, else one."""
+    return RECORDING_ATTEMPTS if options.record_baseline else 1
+
+
 def _non_empty(what: str):
     def parse(value: str) -> str:
         if not value.strip():
@@ -30,6 +37,17 @@ def _non_empty(what: str):
     return parse
 
 
+def _device_option(value: str) -> str:
+    # Checked once here, so a bad --device is one usage error before collection, not an error in every item.
+    if not value.strip():
+        raise argparse.ArgumentTypeError(f"Invalid device serial {value!r}: expected a non-empty value")
+    try:
+        parse_device_option(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return value
+
+
 def add_options(parser: pytest.Parser) -> None:
     """Register the plugin's options and ini settings in one ``agentbench`` group.
 
@@ -38,7 +56,7 @@ def add_options(parser: pytest.Parser) -> None:
     """
     group = parser.getgroup("agentbench", "agent benchmarks on Android devices (pytest-agentbench)")
     group.addoption(
-        "--device", dest="agentbench_device", metavar="SERIAL", type=_non_empty("device serial"), default=None,
+        "--device", dest="agentbench_device", metavar="SERIAL", type=_device_option, default=None,
         help="Device to benchmark on: an adb serial, or sim / sim:N for simulated phones",
     )
     group.addoption(

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from _pytest.fixtures import TopRequest
 
-from pytest_agentbench.dryrun import SECTION as DRY_RUN_SECTION
 from pytest_agentbench.errors import AgentbenchError, SuiteError
-from pytest_agentbench.options import RECORDING_ATTEMPTS, add_options
+from pytest_agentbench.options import add_options, attempts_for
+from pytest_agentbench.run.dryrun import SECTION as DRY_RUN_SECTION
 from pytest_agentbench.session import AgentbenchSession, session_key
 from pytest_agentbench.suite import Suite, load_suite
 
@@ -93,7 +93,7 @@ class SuiteItem(pytest.Item):
             # pytest-timeout is the backstop for the whole item: the agent's own timeout, every
             # attempt when recording a baseline, plus room for preflight and the post-run dump.
             # (With plugin autoloading off it is there only with `-p timeout`.)
-            attempts = RECORDING_ATTEMPTS if self.agentbench.options.record_baseline else 1
+            attempts = attempts_for(self.agentbench.options)
             self.add_marker(pytest.mark.timeout(attempts * (suite.claude.timeout_seconds + ITEM_TIMEOUT_MARGIN_S)))
         self._init_fixtures()
 
@@ -128,7 +128,7 @@ class SuiteItem(pytest.Item):
         if self.agentbench.options.dry_run:
             self.add_report_section("call", DRY_RUN_SECTION, self.agentbench.dry_run_text(self.suite))
             return
-        from pytest_agentbench.run import run_suite_item
+        from pytest_agentbench.outcome import run_suite_item
 
         run_suite_item(self)
 

@@ -9,11 +9,12 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench import report
-from pytest_agentbench.dryrun import SECTION as DRY_RUN_SECTION
-from pytest_agentbench.dryrun import current_environ, dry_run_text
 from pytest_agentbench.errors import ConfigError
 from pytest_agentbench.options import AgentbenchOptions
+from pytest_agentbench.report.document import build_session_document, verdict_status
+from pytest_agentbench.report.summary import fit, render_summary_table, render_verbose_details, verdict_line
+from pytest_agentbench.run.dryrun import SECTION as DRY_RUN_SECTION
+from pytest_agentbench.run.dryrun import current_environ, dry_run_text
 from pytest_agentbench.servers import ServerProfile, get_profile
 from pytest_agentbench.suite import Suite
 
@@ -46,8 +47,6 @@ class AgentbenchSession:
             )
         self.dry_runs: list[tuple[str, str]] = []
         self.results: list[dict[str, Any]] = []
-        #: Result documents that exist only in memory (re-rendered runs), by node id.
-        self.unsaved_results: dict[str, dict[str, Any]] = {}
         self.started_at = _now()
 
     def is_suite_dir(self, name: str) -> bool:
@@ -66,10 +65,8 @@ class AgentbenchSession:
         for key, text in report.sections:
             if key == f"Captured {DRY_RUN_SECTION} call":
                 self.dry_runs.append((report.nodeid, text))
-        result = self.unsaved_results.pop(report.nodeid, None)
-        if result is None:
-            path = dict(report.user_properties).get(RESULT_PROPERTY)
-            result = _load_result(path) if path else None
+        path = dict(report.user_properties).get(RESULT_PROPERTY)
+        result = _load_result(path) if path else None
         if result is not None:
             self.results.append(result)
 
@@ -78,10 +75,10 @@ class AgentbenchSession:
         if hasattr(self.config, "workerinput"):
             return
         # An incomplete run is reported as xfail, yet the seed's harness exits 1 for it.
-        if exitstatus == 0 and any(report.verdict_status(result) != "passed" for result in self.results):
+        if exitstatus == 0 and any(verdict_status(result) != "passed" for result in self.results):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if self.options.json_path is not None:
-            document = report.build_session_document(self.results, started_at=self.started_at, finished_at=_now())
+            document = build_session_document(self.results, started_at=self.started_at, finished_at=_now())
             self.options.json_path.parent.mkdir(parents=True, exist_ok=True)
             self.options.json_path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
@@ -101,12 +98,12 @@ class AgentbenchSession:
         width = min(terminalreporter._tw.fullwidth, 120)
         for result in self.results:
             # Wrapped, not cut as pytest's short summary cuts: the reason is the point of this line.
-            terminalreporter.write_line(report.fit(report.verdict_line(result), width))
+            terminalreporter.write_line(fit(verdict_line(result), width))
         terminalreporter.write_line("")
-        terminalreporter.write_line(report.render_summary_table(self.results, width=width))
+        terminalreporter.write_line(render_summary_table(self.results, width=width))
         if self.config.get_verbosity() > 0:
             terminalreporter.write_line("")
-            terminalreporter.write_line(report.render_verbose_details(self.results, width=width))
+            terminalreporter.write_line(render_verbose_details(self.results, width=width))
 
 
 def _load_result(path: str) -> dict[str, Any] | None:

@@ -1,4 +1,4 @@
-"""Tests for the verdict rules, checks, stumbles and metrics (audit.py)."""
+"""Tests for the verdict rules, checks, stumbles and metrics (audit/verdict.py)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agentbench.audit import ProcessOutcome, ScreenSnapshot, audit_run
-from pytest_agentbench.screen import UiNode
+from pytest_agentbench.audit.verdict import audit_run
+from pytest_agentbench.run.record import ProcessOutcome, Run, ScreenSnapshot
+from pytest_agentbench.device.uiautomator import UiNode
 from pytest_agentbench.suite import AppSpec, ClaudeSpec, PreflightSpec, Suite, VerifySpec
-from pytest_agentbench.transcript import (
+from pytest_agentbench.audit.transcript import (
     InitEvent,
     McpServerStatus,
     PermissionDenial,
@@ -148,6 +149,18 @@ OK_PROCESS = ProcessOutcome(exit_code=0, timed_out=False, signal=None, wall_cloc
 GOOD_SCREEN = ScreenSnapshot(nodes=(node("Counter"), node("Expected count: 3")), unavailable_reason=None)
 
 
+def make_run(
+    suite: Suite,
+    *,
+    process: ProcessOutcome = OK_PROCESS,
+    screen: ScreenSnapshot | None = GOOD_SCREEN,
+    device_aware_tools: frozenset[str] = DEVICE_AWARE,
+    **extra: object,
+) -> Run:
+    return Run(suite=suite, run_dir=Path("/runs/x"), process=process, screen=screen,
+               device_aware_tools=device_aware_tools, **extra)  # type: ignore[arg-type]
+
+
 def run_audit(
     *,
     suite: Suite | None = None,
@@ -155,13 +168,7 @@ def run_audit(
     process: ProcessOutcome = OK_PROCESS,
     screen: ScreenSnapshot | None = GOOD_SCREEN,
 ):
-    return audit_run(
-        suite=suite or make_suite(),
-        transcript=stream or transcript(),
-        process=process,
-        screen=screen,
-        device_aware_tools=DEVICE_AWARE,
-    )
+    return audit_run(make_run(suite or make_suite(), process=process, screen=screen), stream or transcript())
 
 
 def test_a_clean_run_passes_with_every_check_recorded() -> None:
@@ -527,16 +534,15 @@ REAL_STREAMS = Path(__file__).parent / "data" / "claude-code-stream"
 def test_verdicts_of_real_claude_code_transcripts(
     stream_file: str, exit_code: int, status: str, reason_or_stumble: str | None
 ) -> None:
-    from pytest_agentbench.transcript import parse_file
+    from pytest_agentbench.audit.transcript import parse_file
 
     stream = parse_file(REAL_STREAMS / stream_file)
-    audit = audit_run(
-        suite=make_suite(screen_includes=("Expected count: 3",)),
-        transcript=stream,
+    run = make_run(
+        make_suite(screen_includes=("Expected count: 3",)),
         process=ProcessOutcome(exit_code=exit_code, timed_out=False, signal=None, wall_clock_seconds=2.0),
-        screen=GOOD_SCREEN,
         device_aware_tools=frozenset({"mcp__dev__observe"}),
     )
+    audit = audit_run(run, stream)
     assert audit.verdict.status == status, audit.verdict.reasons
     if reason_or_stumble in {"permission-denial", "tool-error"}:
         assert reason_or_stumble in [s.kind for s in audit.stumbles]

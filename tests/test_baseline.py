@@ -1,4 +1,4 @@
-"""Tests for baseline.py: metric rows, the LCS tool-sequence diff, snippet rules, suite edits, comparability flags."""
+"""Tests for baseline/compare.py and baseline/snippet.py (and the digests in run/fingerprints.py): metric rows, the LCS diff, snippet rules, suite edits, flags."""
 
 from __future__ import annotations
 
@@ -10,21 +10,15 @@ import pytest
 import yaml
 
 import pytest_agentbench
-from pytest_agentbench.baseline import (
+from pytest_agentbench.baseline.compare import DiffLine, MetricRow, comparability_flags, metric_rows, sequence_diff
+from pytest_agentbench.baseline.snippet import (
     BASELINE_KEYS,
-    DiffLine,
-    MetricRow,
-    app_build,
     build_baseline_block,
-    comparability_flags,
     insert_baseline,
-    metric_rows,
     render_snippet,
-    sequence_diff,
-    short_tool_names,
     snippet_blockers,
-    suite_digest,
 )
+from pytest_agentbench.run.fingerprints import app_build, suite_digest
 
 DEVICE = {"sdk": "34", "model": "Pixel 8", "locale": "en-US", "screenSize": "1080x2400", "rotation": "0"}
 APP = {"versionName": "1.0", "versionCode": 1, "lastUpdateTime": "2026-11-30 02:00:00"}
@@ -155,11 +149,6 @@ def test_sequence_diff_keeps_a_longest_common_subsequence():
     lines = sequence_diff(baseline, actual)
     assert sum(line.op == " " for line in lines) == 5
     assert sequence_diff(baseline, actual) == lines  # deterministic
-
-
-def test_short_tool_names_drop_the_server_prefix_only():
-    names = ["mcp__agentbench__observe", "mcp__auto-mobile__tapOn", "Bash", "mcp__odd"]
-    assert short_tool_names(names) == ("observe", "tapOn", "Bash", "mcp__odd")
 
 
 def test_diff_line_render():
@@ -406,7 +395,7 @@ CURRENT = {
         (
             {"serverBuild": "sha256:9999999999999999"},
             "server-build",
-            "server build differs: sha256:fedcba9876543210 -> sha256:9999999999999999 (components of the baseline run not recorded)",
+            "server build differs: sha256:fedcba9876543210 -> sha256:9999999999999999",
         ),
     ],
 )
@@ -432,20 +421,8 @@ def test_unknown_never_matches_even_unknown():
     }
 
 
-def test_server_build_flag_names_the_components_that_differ():
-    old = {"python": "CPython 3.11.7", "provider": "anthropic", "packageSource": "sha256:aa"}
-    new = {"python": "CPython 3.12.1", "provider": "anthropic", "packageSource": "sha256:aa"}
-    flags = comparability_flags(
-        _block(),
-        {**CURRENT, "serverBuild": "sha256:0000000000000000"},
-        baseline_server_components=old,
-        current_server_components=new,
-    )
-    assert [flag.message for flag in flags] == ["server build differs: python CPython 3.11.7 -> CPython 3.12.1"]
-
-
 def test_snippet_validates_against_the_suite_schema():
-    schema = json.loads((Path(pytest_agentbench.__file__).parent / "schema" / "suite.schema.json").read_text())
+    schema = json.loads((Path(pytest_agentbench.__file__).parent / "suite" / "suite.schema.json").read_text())
     snippet = yaml.safe_load(render_snippet(_block(), ["observe", "tapOn"], suite_name="bug-repro", run_dir="/runs/x"))
     jsonschema.validate(snippet["baseline"], schema["properties"]["baseline"])
     jsonschema.validate(snippet["baselineToolSequence"], schema["properties"]["baselineToolSequence"])

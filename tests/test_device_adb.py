@@ -228,8 +228,10 @@ def test_script_text(script, text):
     "build",
     [
         lambda: Script.join([]),
-        lambda: Script.join([["a"]], sep="|"),
+        lambda: Script.join([["a"]], sep="&"),
         lambda: Script.join([Script.join([["a"], ["b"]], sep=";"), ["c"]], sep="&&"),
+        lambda: Script.join([Script.join([["a"], ["b"]], sep="&&"), ["c"]], sep="|"),
+        lambda: Script.join([Script.join([["a"], ["b"]], sep="||"), ["c"]], sep="&&"),
         lambda: Script.join([["a"], ["b"]]).quiet(),
         lambda: Script.command(),
     ],
@@ -619,3 +621,16 @@ def test_device_states_device_and_offline(private_adb_server):
         with pytest.raises(DeviceUnavailable, match="offline"):
             adb.shell(gone, ["true"])
         assert adb.shell(online, ["true"]).exit_code == 0
+
+
+@pytest.mark.parametrize(
+    ("build", "text"),
+    [
+        (lambda: Script.join([Script.join([["a"], ["b"]], sep="&&"), ["c"]], sep=";"), "a && b; c"),
+        (lambda: Script.join([Script.join([["a"], ["b"]], sep="|"), ["c"]], sep="&&"), "a | b && c"),
+        (lambda: Script.join([Script.join([["am", "x"], ["grep", "-q", "^0$"]], sep="|"), ["c"]], sep="&&"), "am x | grep -q '^0$' && c"),
+    ],
+    ids=["and-chain inside a list", "pipe inside an and-chain", "quoted pattern in a pipe"],
+)
+def test_script_keeps_tighter_groups_inside_looser_operators(build, text):
+    assert build().text == text

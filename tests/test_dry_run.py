@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agentbench.dryrun import dry_run_text
+from pytest_agentbench.run.dryrun import dry_run_text
 from pytest_agentbench.options import AgentbenchOptions
 from pytest_agentbench.servers import agentbench_profile
 from pytest_agentbench.suite import load_suite

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from pytest_agentbench.errors import ConfigError
-from pytest_agentbench.invocation import (
+from pytest_agentbench.run.invocation import (
     RUN_SHAPING_VARIABLES,
     build_invocation,
     expand_tool_name,

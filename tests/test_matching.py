@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_agentbench.matching import (
+from pytest_agentbench.audit.matching import (
     is_key_value,
     last_nonblank_lines,
     match_answer,
     normalize_answer_line,
-    screen_includes,
-    standalone_match,
 )
+from pytest_agentbench.device.uiautomator import screen_includes
+from pytest_agentbench.text import standalone_match
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pytest_agentbench.device.shellscript import Script, sh
-from pytest_agentbench.screen import parse_hierarchy
+from pytest_agentbench.device.uiautomator import parse_hierarchy
 
 from adbserver import module_adb_server  # noqa: F401  (fixture)
 

@@ -156,6 +156,8 @@ def test_marker_is_registered(pytester: pytest.Pytester) -> None:
         (["-o", "agentbench_server=auto-mobile"], "*needs the AutoMobile checkout*"),
         (["-o", "agentbench_server=mobile-mcp", "--server-instructions"], "*--server-instructions: the mobile-mcp MCP server*"),
         (["--model", " "], "*Invalid model ' ': expected a non-empty value*"),
+        (["--device", "sim:0"], "*--device sim:0: expected sim or sim:N with N >= 1*"),
+        (["--device", "sim:x"], "*--device sim:x: expected sim or sim:N with N >= 1*"),
     ],
 )
 def test_bad_settings_are_usage_errors(pytester: pytest.Pytester, args: list[str], message: str) -> None:
@@ -195,14 +197,14 @@ def agentbench_preflight(agentbench_device):
 
 @pytest.fixture(autouse=True)
 def fake_run_module(monkeypatch):
-    # Stand in for pytest_agentbench.run so the item's real-run path can be observed here.
-    module = types.ModuleType("pytest_agentbench.run")
+    # Stand in for pytest_agentbench.outcome so the item's real-run path can be observed here.
+    module = types.ModuleType("pytest_agentbench.outcome")
     def run_suite_item(item):
         EVENTS.append("run " + item.suite.name + " " + ",".join(sorted(item.funcargs)))
         assert item.funcargs["agentbench_device"] == "emulator-5554"
         assert item.funcargs["agentbench_preflight"] == "preflighted"
     module.run_suite_item = run_suite_item
-    monkeypatch.setitem(sys.modules, "pytest_agentbench.run", module)
+    monkeypatch.setitem(sys.modules, "pytest_agentbench.outcome", module)
 
 def pytest_sessionfinish(session):
     print("EVENTS:", "|".join(EVENTS))

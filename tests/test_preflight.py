@@ -8,14 +8,13 @@ from defusedxml import ElementTree
 
 from phoneadb import PhoneAdb
 from pytest_agentbench.errors import PreflightError
-from pytest_agentbench.preflight import (
+from pytest_agentbench.run.preflight import (
     _split_steps,
     build_reset_script,
-    extract_hierarchy,
     render_shared_prefs,
     run_preflight,
 )
-from pytest_agentbench.screen import app_texts, parse_hierarchy
+from pytest_agentbench.device.uiautomator import app_texts, extract_hierarchy, parse_hierarchy
 from pytest_agentbench.suite import AppSpec, PreflightSpec
 
 PLAYGROUND = "dev.jasonpearson.automobile.playground"

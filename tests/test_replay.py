@@ -16,7 +16,7 @@ from pytest_agentbench.agents.plan import ToolStep, WaitStep, find_plan_path, lo
 from pytest_agentbench.agents.replay import device_from_listing, rule_matches, run
 from pytest_agentbench.agents.stream import REPLAY_VERSION
 from pytest_agentbench.errors import SuiteError
-from pytest_agentbench.transcript import McpServerStatus, parse_lines
+from pytest_agentbench.audit.transcript import McpServerStatus, parse_lines
 
 REPO = Path(__file__).resolve().parent.parent
 REFERENCE = Path(__file__).parent / "data" / "claude-code-stream"
@@ -507,7 +507,7 @@ def test_committed_plan_leaves_the_sim_phone_in_the_suites_end_state(suite, tmp_
     pytest.importorskip("pytest_agentbench.sim.fleet", reason="the simulated phone is not there yet")
     from adbserver import start_private_adb_server
 
-    from pytest_agentbench.screen import parse_hierarchy
+    from pytest_agentbench.device.uiautomator import parse_hierarchy
     from pytest_agentbench.sim.fleet import SimFleet
 
     package, link, end_texts = ACCEPTANCE[suite]

@@ -7,18 +7,12 @@ import json
 import pytest
 import yaml
 
-from pytest_agentbench.audit import Audit, Check, Stumble, Verdict
-from pytest_agentbench.baseline import build_baseline_block, render_snippet, snippet_blockers
-from pytest_agentbench.server_build import server_build_fingerprint
-from pytest_agentbench.report import (
-    build_result_document,
-    build_session_document,
-    render_summary_table,
-    render_text_report,
-    render_verbose_details,
-    scrub,
-    verdict_line,
-)
+from pytest_agentbench.audit.verdict import Audit, Check, Stumble, Verdict
+from pytest_agentbench.baseline.snippet import build_baseline_block, render_snippet, snippet_blockers
+from pytest_agentbench.run.server_build import server_build_fingerprint
+from pytest_agentbench.report.document import build_result_document, build_session_document, scrub
+from pytest_agentbench.report.summary import render_summary_table, render_verbose_details, verdict_line
+from pytest_agentbench.report.text import render_text_report
 
 METRICS = {
     "toolCalls": 3,

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.server_build import scoring_code_digest
+from pytest_agentbench.audit.scoring import scoring_code_digest
 
 from adbserver import module_adb_server  # noqa: F401  (fixture)
 

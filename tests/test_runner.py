@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pytest_agentbench.errors import AgentProcessError
-from pytest_agentbench.runner import _group_has_members, run_agent
+from pytest_agentbench.run.runner import _group_has_members, run_agent
 
 
 def _script(tmp_path: Path, body: str) -> list[str]:

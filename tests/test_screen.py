@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_agentbench.screen import (
+from pytest_agentbench.device.uiautomator import (
     app_texts,
     format_element,
     format_elements,

@@ -1,4 +1,4 @@
-"""Tests for server_build.py: the server-build fingerprint, its non-secret provider identity, the scoring-code digest."""
+"""Tests for run/server_build.py: the server-build fingerprint and its non-secret provider identity."""
 
 from __future__ import annotations
 
@@ -7,13 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agentbench.server_build import (
-    ServerBuild,
-    changed_components,
-    provider_identity,
-    scoring_code_digest,
-    server_build_fingerprint,
-)
+from pytest_agentbench.run.server_build import ServerBuild, provider_identity, server_build_fingerprint
+
+def changed_components(old: dict[str, str], new: dict[str, str]) -> tuple[str, ...]:
+    """Names of the components that differ between two builds (sorted)."""
+    return tuple(sorted(key for key in set(old) | set(new) if old.get(key) != new.get(key)))
+
 
 SECRETS = {
     "ANTHROPIC_API_KEY": "sk-ant-api03-SECRETAPIKEYVALUE",
@@ -225,11 +224,3 @@ def test_build_does_not_depend_on_where_the_project_lives(tmp_path):
     assert _build(SECRETS, first_root).digest == _build(SECRETS, second_root).digest
 
 
-def test_scoring_code_digest_follows_the_scoring_modules(tmp_path):
-    for name in ("audit.py", "transcript.py", "screen.py", "suite.py"):
-        (tmp_path / name).write_text(f"# {name}\n")
-    first = scoring_code_digest(tmp_path)
-    (tmp_path / "report.py").write_text("# not scoring\n")
-    assert scoring_code_digest(tmp_path) == first
-    (tmp_path / "audit.py").write_text("# changed\n")
-    assert scoring_code_digest(tmp_path) != first

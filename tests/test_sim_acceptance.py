@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from pytest_agentbench.screen import parse_hierarchy
+from pytest_agentbench.device.uiautomator import parse_hierarchy
 
 from adbserver import module_adb_server  # noqa: F401  (fixture)
 

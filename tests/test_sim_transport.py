@@ -7,7 +7,6 @@ import os
 import signal
 import socket
 import stat
-import struct
 import subprocess
 import time
 from collections.abc import Callable, Iterator

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from pytest_agentbench.errors import SuiteError
-from pytest_agentbench.baseline import suite_digest as raw_suite_digest
+from pytest_agentbench.run.fingerprints import suite_digest as raw_suite_digest
 from pytest_agentbench.suite import MAX_SAFE_INTEGER, fill_placeholders, load_suite
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_agentbench.errors import TranscriptError
-from pytest_agentbench.transcript import (
+from pytest_agentbench.audit.transcript import (
     McpServerStatus,
     PermissionDenial,
     Transcript,

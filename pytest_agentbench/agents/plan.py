@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 
 from pytest_agentbench.errors import SuiteError
-from pytest_agentbench.transcript import Transcript
+from pytest_agentbench.audit.transcript import Transcript
 
 # Placeholders a plan may use inside string arguments.
 PLACEHOLDERS = ("device", "packageName")

@@ -30,7 +30,7 @@ from pytest_agentbench.agents.plan import (
 )
 from pytest_agentbench.agents.stream import DEFAULT_MODEL, REPLAY_VERSION, StreamWriter, mcp_tool_result_shape
 from pytest_agentbench.errors import AgentbenchError
-from pytest_agentbench.transcript import parse_file, short_tool_name
+from pytest_agentbench.audit.transcript import parse_file, short_tool_name
 
 PROGRAM = "agentbench-replay"
 # How long a server may take to start and list its tools; Claude's knob, honoured the same way.

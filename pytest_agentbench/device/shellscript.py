@@ -8,8 +8,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Union
 
-Separator = Literal[";", "&&", "||"]
-_SEPARATORS: tuple[str, ...] = (";", "&&", "||")
+Separator = Literal[";", "&&", "||", "|"]
+_SEPARATORS: tuple[str, ...] = (";", "&&", "||", "|")
+# How tightly the shell binds each operator: a part joined with a tighter operator keeps its
+# grouping inside a looser one (`a && b; c` is `(a && b); c`), never the other way round.
+_BINDING = {";": 0, "&&": 1, "||": 1, "|": 2}
 
 
 def quote(value: str | int | float | os.PathLike[str]) -> str:
@@ -71,7 +74,7 @@ class Script:
 
     @classmethod
     def join(cls, parts: Iterable[Script | Sequence[str]], sep: Separator = ";") -> Script:
-        """Several commands in one round trip, joined with `;`, `&&` or `||`.
+        """Several commands in one round trip, joined with `;`, `&&`, `||` or `|`.
 
         Args:
             parts: Scripts or argument lists (each list becomes `sh(*list)`).
@@ -81,8 +84,8 @@ class Script:
             The combined script.
 
         Raises:
-            ValueError: No parts, an unknown separator, or a part that is itself joined with a
-                different separator (the shell's precedence would regroup it silently).
+            ValueError: No parts, an unknown separator, or a part joined with an operator that
+                binds no tighter than `sep` (the shell's precedence would regroup it silently).
         """
         if sep not in _SEPARATORS:
             raise ValueError(f"separator must be one of {_SEPARATORS}, not {sep!r}")
@@ -90,7 +93,7 @@ class Script:
         if not scripts:
             raise ValueError("Script.join needs at least one part")
         for script in scripts:
-            if script.separator is not None and script.separator != sep:
+            if script.separator is not None and script.separator != sep and _BINDING[script.separator] <= _BINDING[sep]:
                 raise ValueError(
                     f"cannot join {script.text!r} (joined with {script.separator!r}) using {sep!r}: "
                     "the device shell would regroup it; run it as a separate call instead"

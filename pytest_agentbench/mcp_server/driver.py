@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pytest_agentbench.device.adb import Adb, ShellResult
 from pytest_agentbench.device.shellscript import Script, sh
 from pytest_agentbench.errors import DeviceError
-from pytest_agentbench.screen import (
+from pytest_agentbench.device.uiautomator import (
     Element,
     Screen,
     format_elements,

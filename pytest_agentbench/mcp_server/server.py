@@ -20,7 +20,7 @@ from pytest_agentbench.device.adb import Adb
 from pytest_agentbench.mcp_server.config import ServerConfig
 from pytest_agentbench.mcp_server.driver import KEYCODES, Observation, PhoneDriver
 from pytest_agentbench.mcp_server.hub import DeviceHub
-from pytest_agentbench.screen import UiNode, visible_texts
+from pytest_agentbench.device.uiautomator import UiNode, visible_texts
 
 logger = logging.getLogger("agentbench.mcp")
 

@@ -1,15 +1,22 @@
-"""uiautomator XML -> UiNode tuples (defusedxml), app-only texts, and the compact indexed element list."""
+"""A device screen -> uiautomator XML (one dump) -> UiNode tuples (defusedxml), app-only texts and their match, indexed elements."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 from dataclasses import dataclass
 from xml.etree.ElementTree import Element as XmlElement
 from xml.etree.ElementTree import ParseError
 
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import fromstring
+
+from pytest_agentbench.errors import DeviceError
+from pytest_agentbench.text import standalone_match
+
+if TYPE_CHECKING:
+    from pytest_agentbench.device.adb import Adb
 
 _BOUNDS = re.compile(r"\[(-?\d+),(-?\d+)\]\[(-?\d+),(-?\d+)\]")
 # Long texts (articles, logs) are cut so one node cannot flood the agent's context.
@@ -325,3 +332,37 @@ def screen_signature(nodes: Iterable[UiNode]) -> tuple[tuple[object, ...], ...]:
         )
         for node in nodes
     )
+
+
+def screen_includes(texts: Iterable[str], expected: str) -> bool:
+    """Tell whether one of the app's on-screen texts shows `expected` standalone, case-sensitively."""
+    return any(standalone_match(text, expected, ignore_case=False) for text in texts)
+
+
+def extract_hierarchy(raw: bytes) -> str:
+    """The XML of `uiautomator dump /dev/tty` output (a real device appends a status line)."""
+    text = raw.decode("utf-8", "replace")
+    start = text.find("<?xml")
+    end = text.rfind("</hierarchy>")
+    if start < 0 or end < 0:
+        raise ValueError(f"uiautomator printed no hierarchy: {text[:200]!r}")
+    return text[start : end + len("</hierarchy>")]
+
+
+def missing_texts(expected: tuple[str, ...], texts: list[str]) -> list[str]:
+    """Expected strings that no app text shows (the same standalone match as verify.screenIncludes)."""
+    return [want for want in expected if not screen_includes(texts, want)]
+
+
+def dump_screen(adb: Adb, serial: str, *, timeout_s: float = 30) -> str:
+    """One uiautomator dump straight to stdout (one round trip), as XML text.
+
+    Raises:
+        DeviceError: uiautomator printed no hierarchy (for example "could not get idle state").
+        DeviceLost: The device went away.
+    """
+    raw = adb.exec_out(serial, ["uiautomator", "dump", "/dev/tty"], timeout_s=timeout_s)
+    try:
+        return extract_hierarchy(raw)
+    except ValueError as exc:
+        raise DeviceError(f"{serial}: {exc}", command="uiautomator dump /dev/tty") from None

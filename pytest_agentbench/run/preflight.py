@@ -14,15 +14,16 @@ from xml.sax.saxutils import escape, quoteattr
 
 from pytest_agentbench.device.adb import Adb
 from pytest_agentbench.device.shellscript import Script, quote, sh
-from pytest_agentbench.errors import DeviceError, PreflightError
-from pytest_agentbench.fingerprint import parse_app_build
-from pytest_agentbench.matching import screen_includes
-from pytest_agentbench.screen import app_texts, parse_hierarchy
+from pytest_agentbench.device.uiautomator import app_texts, dump_screen, missing_texts, parse_hierarchy
+from pytest_agentbench.errors import DeviceUnavailable, PreflightError
+from pytest_agentbench.run.fingerprints import device_fingerprint_script, parse_app_build, parse_device_fingerprint
 from pytest_agentbench.suite import AppSpec, PrefValue, PreflightSpec
 
 #: Where staged files go on the device; world-readable so `run-as` (the app's uid) can copy them.
 DEVICE_STAGING_DIR = "/data/local/tmp/agentbench"
 _STEP = "@@agentbench-step@@"
+_USER_MARK = "@@agentbench-current-user@@"
+_READ_END = "@@agentbench-device-read-end@@"
 _INT32 = range(-(2**31), 2**31)
 
 
@@ -43,11 +44,12 @@ class PreflightLog:
 
 @dataclass(frozen=True)
 class PreflightResult:
-    """What preflight established: the `appBuild` fingerprint and how many adb round trips it cost."""
+    """What preflight established: the device fingerprint and `appBuild` read this run, and how many adb round trips it cost."""
 
     app_build: dict[str, object]
     round_trips: int
     start_screen_texts: tuple[str, ...] = ()
+    device_fingerprint: Mapping[str, str] = field(default_factory=dict)
 
 
 # ----------------------------------------------------------------------------- pure parts
@@ -159,36 +161,36 @@ def build_reset_script(app: AppSpec, preflight: PreflightSpec, staged_prefs: Map
     return Script.join(steps, "&&")
 
 
-def extract_hierarchy(raw: bytes) -> str:
-    """The XML of `uiautomator dump /dev/tty` output (a real device appends a status line)."""
-    text = raw.decode("utf-8", "replace")
-    start = text.find("<?xml")
-    end = text.rfind("</hierarchy>")
-    if start < 0 or end < 0:
-        raise ValueError(f"uiautomator printed no hierarchy: {text[:200]!r}")
-    return text[start : end + len("</hierarchy>")]
+def gated(script: Script) -> Script:
+    """Read the device (fingerprint, foreground user), then run `script` only for the primary user: one round trip.
+
+    The fingerprint is read on every run because a run may rotate the screen or change a
+    setting; the user check comes before anything is changed, because preference seeding with
+    run-as targets user 0 while a launch targets the current user.
+    """
+    read = Script.join([device_fingerprint_script(), sh("echo", _USER_MARK), sh("am", "get-current-user"), sh("echo", _READ_END)], ";")
+    primary_user = Script.join([sh("am", "get-current-user"), sh("grep", "-q", "^0$")], "|")
+    return Script.join([read, Script.join([primary_user, script], "&&")], ";")
 
 
-def missing_texts(expected: tuple[str, ...], texts: list[str]) -> list[str]:
-    """Expected strings that no app text shows (the same standalone match as verify.screenIncludes)."""
-    return [want for want in expected if not screen_includes(texts, want)]
+def split_device_read(serial: str, output: str) -> tuple[dict[str, str], str]:
+    """Cut the output of a `gated` script into the device fingerprint and the script's own output.
+
+    Raises:
+        DeviceUnavailable: The foreground user is not the primary user (0), or the device printed no read at all.
+    """
+    read, marker, rest = output.partition(_READ_END)
+    fingerprint_part, _, user_part = read.partition(_USER_MARK)
+    user = user_part.strip().splitlines()[-1].strip() if marker and user_part.strip() else "unknown"
+    if user != "0":
+        raise DeviceUnavailable(
+            f"{serial}: the foreground user is {user}, not the primary user 0; preference seeding with "
+            "run-as targets user 0 while the launch targets the current user. Switch with `adb shell am switch-user 0`"
+        )
+    return parse_device_fingerprint(fingerprint_part), rest
 
 
 # ----------------------------------------------------------------------------- device steps
-
-
-def dump_screen(adb: Adb, serial: str, *, timeout_s: float = 30) -> str:
-    """One uiautomator dump straight to stdout (one round trip), as XML text.
-
-    Raises:
-        DeviceError: uiautomator printed no hierarchy (for example "could not get idle state").
-        DeviceLost: The device went away.
-    """
-    raw = adb.exec_out(serial, ["uiautomator", "dump", "/dev/tty"], timeout_s=timeout_s)
-    try:
-        return extract_hierarchy(raw)
-    except ValueError as exc:
-        raise DeviceError(f"{serial}: {exc}", command="uiautomator dump /dev/tty") from None
 
 
 def run_preflight(
@@ -214,10 +216,11 @@ def run_preflight(
         sleep: Waits `settleSeconds` (injected by tests).
 
     Returns:
-        The app build and the round trips spent.
+        The device fingerprint and app build read this run, and the round trips spent.
 
     Raises:
         PreflightError: A step failed; the message names the step and what the device said.
+        DeviceUnavailable: The foreground user is not the primary user.
         DeviceLost: The device went away.
     """
     stage_dir = run_dir / "preflight"
@@ -227,7 +230,10 @@ def run_preflight(
     package = app.package_name
     log.write(f"device {serial}, app {package}")
 
-    apk_sha256 = _install_apk(adb, serial, app, log) if app.apk_path else None
+    fingerprint: dict[str, str] | None = None
+    apk_sha256 = None
+    if app.apk_path:
+        apk_sha256, fingerprint = _install_apk(adb, serial, app, log)
 
     staged: dict[str, str] = {}
     for name, values in preflight.shared_preferences.items():
@@ -240,17 +246,23 @@ def run_preflight(
         log.write(f"staged {file_name} -> {remote}")
 
     script = build_reset_script(app, preflight, staged)
+    if fingerprint is None:
+        script = gated(script)
     log.write(f"$ {script.text}")
     result = adb.shell(serial, script, check=False, timeout_s=60)
-    steps = _split_steps(result.stdout)
+    output = result.stdout
+    if fingerprint is None:
+        fingerprint, output = split_device_read(serial, output)
+    log.write(f"device fingerprint: {fingerprint}")
+    steps = _split_steps(output)
     for name, output, finished in steps:
         shown = output if name != "app-build" else _app_build_lines(output)
         log.write(f"[{name}] {'ok' if finished else 'FAILED'}{': ' + shown if shown else ''}")
     failed = next(((name, output) for name, output, finished in steps if not finished), None)
     if failed is not None or result.exit_code != 0 or not steps:
-        name, output = failed or ("script", result.stdout.strip())
+        name, shown = failed or ("script", output.strip())
         raise PreflightError(
-            f"preflight step `{name}` failed on {serial} (exit {result.exit_code}): {output[-500:] or '(no output)'}"
+            f"preflight step `{name}` failed on {serial} (exit {result.exit_code}): {shown[-500:] or '(no output)'}"
             f"{_remedy(name, package)}; see {log.path}"
         )
     outputs = {name: output for name, output, _ in steps}
@@ -278,7 +290,7 @@ def run_preflight(
         log.write(f"start screen shows {list(preflight.start_screen_includes)}")
     trips = adb.round_trips - trips_before
     log.write(f"preflight done in {trips} adb round trips")
-    return PreflightResult(app_build=build, round_trips=trips, start_screen_texts=texts)
+    return PreflightResult(app_build=build, round_trips=trips, start_screen_texts=texts, device_fingerprint=fingerprint)
 
 
 def _app_build_lines(output: str) -> str:
@@ -294,19 +306,20 @@ def _remedy(step: str, package: str) -> str:
     return ""
 
 
-def _install_apk(adb: Adb, serial: str, app: AppSpec, log: PreflightLog) -> str:
+def _install_apk(adb: Adb, serial: str, app: AppSpec, log: PreflightLog) -> tuple[str, dict[str, str]]:
     assert app.apk_path is not None
     data = app.apk_path.read_bytes()
     local_sha = hashlib.sha256(data).hexdigest()
     remote = f"{DEVICE_STAGING_DIR}/{app.package_name}.apk"
     adb.push(serial, data, remote, mode=0o644)
     log.write(f"pushed {app.apk_path} ({len(data)} bytes, sha256 {local_sha[:16]}) -> {remote}")
-    script = Script.join([sh("pm", "install", "-r", remote), sh("pm", "path", app.package_name)], "&&")
+    script = gated(Script.join([sh("pm", "install", "-r", remote), sh("pm", "path", app.package_name)], "&&"))
     result = adb.shell(serial, script, check=False, timeout_s=180)
-    log.write(f"$ {script.text}\n{result.stdout.strip()}")
-    paths = re.findall(r"^package:(\S+base\.apk)\s*$", result.stdout, re.MULTILINE)
+    fingerprint, output = split_device_read(serial, result.stdout)
+    log.write(f"$ {script.text}\n{output.strip()}")
+    paths = re.findall(r"^package:(\S+base\.apk)\s*$", output, re.MULTILINE)
     if result.exit_code != 0 or not paths:
-        raise PreflightError(f"installing {app.apk_path} as {app.package_name} failed: {result.stdout.strip()[-500:]}")
+        raise PreflightError(f"installing {app.apk_path} as {app.package_name} failed: {output.strip()[-500:]}")
     hashed = adb.shell(serial, ["sha256sum", paths[0]], check=False)
     if hashed.exit_code != 0 or not re.match(r"[0-9a-f]{64}\b", hashed.stdout.strip()):
         raise PreflightError(
@@ -320,4 +333,4 @@ def _install_apk(adb: Adb, serial: str, app: AppSpec, log: PreflightLog) -> str:
             f"({local_sha[:16]}): the APK was built for another package, or the install did not take"
         )
     log.write(f"installed base APK matches sha256 {local_sha[:16]}")
-    return local_sha
+    return local_sha, fingerprint

@@ -1,4 +1,4 @@
-"""Suite YAML file -> validated Suite (JSON Schema in schema/suite.schema.json + the rules a schema cannot say)."""
+"""Suite YAML file -> validated Suite (JSON Schema in suite.schema.json beside this module + the rules a schema cannot say)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any, Union
 
 import yaml
@@ -123,7 +124,7 @@ _StrictLoader.add_implicit_resolver(
 @cache
 def suite_schema() -> dict:
     """Return the suite JSON Schema shipped in the package."""
-    text = resources.files("pytest_agentbench").joinpath("schema/suite.schema.json").read_text("utf-8")
+    text = resources.files("pytest_agentbench.suite").joinpath("suite.schema.json").read_text("utf-8")
     return json.loads(text)
 
 
@@ -346,9 +347,27 @@ def _pref_value(value: Any) -> PrefValue:
     return tuple(value) if isinstance(value, list) else value
 
 
+def app_spec(app: Mapping[str, Any], base: Path) -> AppSpec:
+    """A validated `app` mapping -> AppSpec; `apkPath` is resolved against `base` (the rootdir)."""
+    apk = app.get("apkPath")
+    return AppSpec(package_name=app["packageName"], apk_path=(Path(base) / apk).resolve() if apk else None)
+
+
+def preflight_spec(preflight: Mapping[str, Any]) -> PreflightSpec:
+    """A validated `preflight` mapping -> PreflightSpec, with the schema's defaults filled in."""
+    return PreflightSpec(
+        clear_app_data=preflight.get("clearAppData", True),
+        shared_preferences={
+            file_name: {key: _pref_value(value) for key, value in values.items()}
+            for file_name, values in (preflight.get("sharedPreferences") or {}).items()
+        },
+        launch_uri=preflight.get("launchUri"),
+        settle_seconds=float(preflight.get("settleSeconds", 2)),
+        start_screen_includes=tuple(preflight.get("startScreenIncludes", ())),
+    )
+
+
 def _build(path: Path, data: dict, line: int, rootdir: Path, prompt_path: Path, prompt_text: str) -> Suite:
-    app = data["app"]
-    preflight = data.get("preflight", {})
     claude = data.get("claude", {})
     verify = data["verify"]
     allowed = claude.get("allowedTools")
@@ -360,20 +379,8 @@ def _build(path: Path, data: dict, line: int, rootdir: Path, prompt_path: Path, 
         platform=data["platform"],
         prompt_path=prompt_path,
         prompt_text=prompt_text,
-        app=AppSpec(
-            package_name=app["packageName"],
-            apk_path=(rootdir / app["apkPath"]).resolve() if "apkPath" in app else None,
-        ),
-        preflight=PreflightSpec(
-            clear_app_data=preflight.get("clearAppData", True),
-            shared_preferences={
-                file_name: {key: _pref_value(value) for key, value in values.items()}
-                for file_name, values in preflight.get("sharedPreferences", {}).items()
-            },
-            launch_uri=preflight.get("launchUri"),
-            settle_seconds=float(preflight.get("settleSeconds", 2)),
-            start_screen_includes=tuple(preflight.get("startScreenIncludes", ())),
-        ),
+        app=app_spec(data["app"], rootdir),
+        preflight=preflight_spec(data.get("preflight", {})),
         claude=ClaudeSpec(
             model=claude.get("model"),
             append_system_prompt=claude.get("appendSystemPrompt"),

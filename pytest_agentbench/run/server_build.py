@@ -9,15 +9,16 @@ import platform
 import re
 import shlex
 import shutil
+import subprocess
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from pytest_agentbench.baseline import UNKNOWN, digest_json, sha256_prefix
+from pytest_agentbench.run.fingerprints import UNKNOWN, digest_file, digest_files, digest_json, digest_text, iter_files
 
-PACKAGE_ROOT = Path(__file__).resolve().parent
+PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 
 LOCK_FILE_NAMES: tuple[str, ...] = (
     "uv.lock",
@@ -39,10 +40,6 @@ MANAGED_SETTINGS_DIRS: tuple[str, ...] = (
     "C:\\Program Files\\ClaudeCode",
     "C:\\ProgramData\\ClaudeCode",
 )
-
-# Modules whose code decides verdicts; result.json records their digest so a re-render can tell
-# whether the scoring code changed since the run.
-SCORING_MODULES: tuple[str, ...] = ("audit.py", "transcript.py", "screen.py", "suite.py")
 
 _BASE_URL_VARIABLES = (
     "ANTHROPIC_BASE_URL",
@@ -99,66 +96,10 @@ def _truthy(value: str | None) -> bool:
     return (value or "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def _digest_text(value: str) -> str:
-    return "sha256:" + sha256_prefix(value.encode("utf-8", "surrogateescape"))
-
-
-def _digest_file(path: Path) -> str:
-    try:
-        return "sha256:" + sha256_prefix(path.read_bytes())
-    except OSError as error:
-        return f"unreadable ({error.strerror or type(error).__name__})"
-
-
-def _iter_files(path: Path) -> Iterable[Path]:
-    if path.is_dir():
-        for child in sorted(path.rglob("*")):
-            if child.is_file() and "__pycache__" not in child.parts and child.suffix != ".pyc":
-                yield child
-    else:
-        yield path
-
-
-def digest_files(paths: Iterable[Path], *, relative_to: Path | None = None) -> str:
-    """One digest over files (directories walked in sorted order) by name and content; missing files count as missing.
-
-    Args:
-        paths: Files or directories.
-        relative_to: Names are recorded relative to this directory, so two checkouts at
-            different places digest the same.
-
-    Returns:
-        `sha256:<16 hex>`.
-    """
-    entries = []
-    for root in paths:
-        root = Path(root)
-        if not root.exists():
-            entries.append([_relative_name(root, relative_to), "missing"])
-            continue
-        for path in _iter_files(root):
-            entries.append([_relative_name(path, relative_to), _digest_file(path)])
-    return digest_json(entries)
-
-
-def _relative_name(path: Path, relative_to: Path | None) -> str:
-    if relative_to is not None:
-        try:
-            return path.resolve().relative_to(relative_to.resolve()).as_posix()
-        except ValueError:
-            pass
-    return path.as_posix()
-
-
 def package_source_digest(package_root: Path = PACKAGE_ROOT) -> str:
     """Digest of this package's own code and data (`*.py`, `*.json`), which executes and scores runs."""
-    files = [path for path in _iter_files(package_root) if path.suffix in (".py", ".json")]
+    files = [path for path in iter_files(package_root) if path.suffix in (".py", ".json")]
     return digest_files(files, relative_to=package_root)
-
-
-def scoring_code_digest(package_root: Path = PACKAGE_ROOT) -> str:
-    """Digest of the modules that decide verdicts (`SCORING_MODULES`), recorded in result.json."""
-    return digest_files([package_root / name for name in SCORING_MODULES], relative_to=package_root)
 
 
 def _describe_url(value: str) -> tuple[str, str | None]:
@@ -168,13 +109,13 @@ def _describe_url(value: str) -> tuple[str, str | None]:
         host = (parts.hostname or "").lower()
         port = parts.port
     except ValueError:
-        return "unparseable " + _digest_text(value), None
+        return "unparseable " + digest_text(value), None
     where = f"{parts.scheme}://{host}" + (f":{port}" if port else "")
     rest = parts.path + ("?" + parts.query if parts.query else "") + ("#" + parts.fragment if parts.fragment else "")
-    described = where + (f" path={_digest_text(rest)}" if rest.strip("/") else "")
+    described = where + (f" path={digest_text(rest)}" if rest.strip("/") else "")
     credentials = None
     if parts.username is not None or parts.password is not None:
-        credentials = _digest_text(f"{parts.username or ''}:{parts.password or ''}")
+        credentials = digest_text(f"{parts.username or ''}:{parts.password or ''}")
     return described, credentials
 
 
@@ -188,7 +129,7 @@ def _google_credentials_identity(path_text: str) -> dict[str, str]:
     identity = {"googleCredentials.type": str(document.get("type", UNKNOWN))}
     for key in ("client_email", "project_id", "quota_project_id"):
         if document.get(key):
-            identity[f"googleCredentials.{key}"] = _digest_text(str(document[key]))
+            identity[f"googleCredentials.{key}"] = digest_text(str(document[key]))
     return identity
 
 
@@ -198,7 +139,7 @@ def _aws_identity(environ: Mapping[str, str]) -> dict[str, str]:
     config_path = Path(environ.get("AWS_CONFIG_FILE") or Path(home) / ".aws" / "config")
     if not config_path.is_file():
         return {"awsConfig": "none"}
-    identity = {"awsConfig": _digest_file(config_path)}
+    identity = {"awsConfig": digest_file(config_path)}
     profile = environ.get("AWS_PROFILE") or environ.get("AWS_DEFAULT_PROFILE") or "default"
     parser = configparser.RawConfigParser()
     try:
@@ -207,7 +148,7 @@ def _aws_identity(environ: Mapping[str, str]) -> dict[str, str]:
         return identity
     section = "default" if profile == "default" else f"profile {profile}"
     if parser.has_section(section) and parser.has_option(section, "role_arn"):
-        identity["awsConfig.role_arn"] = _digest_text(parser.get(section, "role_arn"))
+        identity["awsConfig.role_arn"] = digest_text(parser.get(section, "role_arn"))
     return identity
 
 
@@ -238,9 +179,9 @@ def provider_identity(environ: Mapping[str, str]) -> dict[str, str]:
             if credentials:
                 components[f"url.{name}.credentials"] = credentials
         elif name in _SELECTOR_VARIABLES or _WORKSPACE.match(name):
-            components[f"selector.{name}"] = _digest_text(value)
+            components[f"selector.{name}"] = digest_text(value)
         elif name == "ANTHROPIC_CUSTOM_HEADERS":
-            components["customHeaders"] = _digest_text(value)
+            components["customHeaders"] = digest_text(value)
         elif name.upper() == "NO_PROXY":
             hosts = sorted({host.strip().lower() for host in value.split(",") if host.strip()})
             components[f"noProxy.{name}"] = ",".join(hosts)
@@ -273,10 +214,10 @@ def _agent_command_component(agent_command: str | Sequence[str], environ: Mappin
     resolved = shutil.which(argv[0], path=environ.get("PATH"))
     if resolved is None:
         return f"{UNKNOWN} (not found: {Path(argv[0]).name})"
-    described = f"{Path(resolved).name} {_digest_file(Path(resolved))}"
+    described = f"{Path(resolved).name} {digest_file(Path(resolved))}"
     if len(argv) > 1:
         # Arguments may carry tokens; only their digest is kept.
-        described += f" args={_digest_text(json.dumps(argv[1:]))}"
+        described += f" args={digest_text(json.dumps(argv[1:]))}"
     return described
 
 
@@ -286,8 +227,8 @@ def managed_settings_digests(directories: Sequence[str] = MANAGED_SETTINGS_DIRS)
     for directory in directories:
         root = Path(directory)
         if root.is_dir():
-            for path in _iter_files(root):
-                digests[f"managed.{path.as_posix()}"] = _digest_file(path)
+            for path in iter_files(root):
+                digests[f"managed.{path.as_posix()}"] = digest_file(path)
     return digests
 
 
@@ -342,6 +283,43 @@ def server_build_fingerprint(
     return ServerBuild(digest=digest_json(components), components=components)
 
 
-def changed_components(old: Mapping[str, str], new: Mapping[str, str]) -> tuple[str, ...]:
-    """Names of the server-build components that differ (added, removed or changed), sorted."""
-    return tuple(sorted(key for key in set(old) | set(new) if old.get(key) != new.get(key)))
+def adb_client_versions(environ: Mapping[str, str]) -> dict[str, str]:
+    """`adb version` of every adb client the MCP server might run: PATH's and the SDK's."""
+    candidates = {"path": shutil.which("adb", path=environ.get("PATH"))}
+    for variable in ("ANDROID_HOME", "ANDROID_SDK_ROOT"):
+        if environ.get(variable):
+            candidates[variable] = str(Path(environ[variable]) / "platform-tools" / "adb")
+    versions = {}
+    for label, path in candidates.items():
+        if not path or not os.access(path, os.X_OK):
+            versions[label] = UNKNOWN if label == "path" else "absent"
+            continue
+        try:
+            done = subprocess.run([path, "version"], capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL)
+            versions[label] = done.stdout
+        except (OSError, subprocess.TimeoutExpired):
+            versions[label] = UNKNOWN
+    return versions
+
+
+def agent_cli_version(stream_version: str | None, claude: str, cache: dict) -> str:
+    """The CLI version the stream's init event names; `<claude> --version` only when it names none.
+
+    Args:
+        stream_version: `claude_code_version` from the init event, if any.
+        claude: The `--claude` command.
+        cache: A session-wide dict, so `--version` runs once per command.
+
+    Returns:
+        The version, or "unknown".
+    """
+    if stream_version:
+        return stream_version
+    if ("version", claude) not in cache:
+        try:
+            done = subprocess.run([claude, "--version"], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+            match = re.match(r"\s*(\S+)", done.stdout) if done.returncode == 0 else None
+            cache[("version", claude)] = match.group(1) if match else UNKNOWN
+        except (OSError, subprocess.TimeoutExpired):
+            cache[("version", claude)] = UNKNOWN
+    return cache[("version", claude)]

@@ -6,17 +6,23 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from pytest_agentbench.invocation import build_invocation
-from pytest_agentbench.options import AgentbenchOptions
+from pytest_agentbench.run.invocation import InvocationOptions, build_invocation
 from pytest_agentbench.servers import ServerProfile
 from pytest_agentbench.suite import Suite
+
+
+class DryRunOptions(InvocationOptions):
+    """What a dry run reads from the session's options besides what the invocation needs."""
+
+    output: Path
+    device: str | None
 
 SECTION = "agentbench dry run"
 RUN_ID_PLACEHOLDER = "<timestamp>-<id>"
 SERIAL_PLACEHOLDER = "<serial>"
 
 
-def dry_run_text(suite: Suite, *, options: AgentbenchOptions, profile: ServerProfile, environ: Mapping[str, str]) -> str:
+def dry_run_text(suite: Suite, *, options: DryRunOptions, profile: ServerProfile, environ: Mapping[str, str]) -> str:
     """Describe the run a suite would start, touching no file, device or process.
 
     Args:

@@ -1,15 +1,14 @@
-"""Device choice rules (pure), the --device option, the iOS check, and the run directory layout."""
+"""Tests for device/selection.py: device choice rules (pure), the --device grammar, the iOS check."""
 
 from __future__ import annotations
 
-import re
 import subprocess
 
 import pytest
 
 from pytest_agentbench.device.adb import DeviceInfo
 from pytest_agentbench.errors import DeviceUnavailable
-from pytest_agentbench.fixtures import check_no_ios_devices, choose_devices, new_run_dir, parse_device_option
+from pytest_agentbench.device.selection import check_no_ios_devices, choose_devices, parse_device_option
 
 A, B = DeviceInfo("emulator-5554", "device"), DeviceInfo("emulator-5556", "device")
 OFF, UNAUTH = DeviceInfo("emulator-5558", "offline"), DeviceInfo("R58M", "unauthorized")
@@ -62,8 +61,8 @@ def test_device_option(value, expected):
 
 
 @pytest.mark.parametrize("value", ["sim:0", "sim:x", "sim:-1"])
-def test_bad_sim_count_is_a_usage_error(value):
-    with pytest.raises(pytest.UsageError, match="sim:N"):
+def test_bad_sim_count_is_refused(value):
+    with pytest.raises(ValueError, match="sim:N"):
         parse_device_option(value)
 
 
@@ -94,10 +93,3 @@ def test_ios_targets_refuse_the_run_on_macos(outputs, message):
 def test_no_ios_targets_pass_on_macos_and_the_check_is_skipped_elsewhere():
     check_no_ios_devices(run=_fake_run({"simctl": (0, "== Devices ==\n"), "devicectl": (0, "No devices found.\n")}), platform="darwin")
     check_no_ios_devices(run=_fake_run({}), platform="linux")
-
-
-def test_run_dirs_are_unique_per_run(tmp_path):
-    first, second = new_run_dir(tmp_path, "bug-repro"), new_run_dir(tmp_path, "bug-repro")
-    assert first != second and first.parent == second.parent == tmp_path / "bug-repro"
-    assert re.fullmatch(r"\d{8}T\d{6}Z-[0-9a-f]{8}", first.name)
-    assert new_run_dir(tmp_path, "../../etc").parent == tmp_path / "etc"

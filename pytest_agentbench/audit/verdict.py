@@ -1,11 +1,14 @@
-"""A run's transcript, process outcome and post-run screen into checks, stumbles, metrics and a verdict.
+"""A Run record and its parsed transcript -> checks, stumbles, metrics and the one verdict.
 
-Pure: no I/O, no clock. Only hard signals decide the verdict; baselines never do.
+Pure: no I/O, no clock. Only hard signals decide the verdict; baselines never do. This is the
+only place a verdict is decided, for live runs and re-rendered ones alike.
 
 * `incomplete` (wins over `failed`): the agent timed out, was killed by a signal or exited
   non-zero, an MCP server was not `connected` in init (or there was no init), the stream has no
   `result` or an error one (`error_max_budget_usd`, `error_max_turns`, `success` with
   `is_error` = an API error), or some stream lines did not parse.
+  The device going away during the run, or a failed device-use check when the harness could
+  not list the server's tools, also leave the run incomplete: neither is the agent's doing.
 * `failed`: the run completed, but there was no non-error call to a device-aware tool, or an
   answer check or a screen check failed (a screen that could not be read fails its checks).
 * `passed`: everything else.
@@ -23,14 +26,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from pytest_agentbench.matching import match_answer, screen_includes
-from pytest_agentbench.screen import app_texts
-from pytest_agentbench.transcript import short_tool_name
+from pytest_agentbench.audit.matching import match_answer
+from pytest_agentbench.audit.transcript import short_tool_name
+from pytest_agentbench.device.uiautomator import app_texts, screen_includes
+from pytest_agentbench.run.record import ProcessOutcome, Run, ScreenSnapshot
 
 if TYPE_CHECKING:
-    from pytest_agentbench.screen import UiNode
+    from pytest_agentbench.audit.transcript import ToolCall, Transcript
     from pytest_agentbench.suite import Suite
-    from pytest_agentbench.transcript import ToolCall, Transcript
 
 VerdictStatus = Literal["passed", "failed", "incomplete"]
 CheckKind = Literal["answer", "screen", "device-use"]
@@ -38,24 +41,6 @@ StumbleKind = Literal["tool-error", "failure-pattern", "permission-denial"]
 
 # Results and replies are quoted in reasons; long ones are cut so a report stays readable.
 _DETAIL_CHARS = 300
-
-
-@dataclass(frozen=True)
-class ProcessOutcome:
-    """How the agent process ended: exit code (None if unknown), timeout, terminating signal."""
-
-    exit_code: int | None
-    timed_out: bool
-    signal: int | None
-    wall_clock_seconds: float
-
-
-@dataclass(frozen=True)
-class ScreenSnapshot:
-    """The post-run dump's nodes, or None with the reason the screen could not be read."""
-
-    nodes: tuple[UiNode, ...] | None
-    unavailable_reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -122,6 +107,8 @@ def incomplete_reasons(*, suite: Suite, transcript: Transcript, process: Process
     reasons: list[str] = []
     if process.timed_out:
         reasons.append(f"the agent timed out after claude.timeoutSeconds={suite.claude.timeout_seconds:g}s")
+    elif process.stopped_because is not None:
+        reasons.append(process.stopped_because)
     elif process.signal is not None:
         reasons.append(f"the agent was killed by {_signal_name(process.signal)}")
     elif process.exit_code is None:
@@ -273,43 +260,41 @@ def _failed_reason(check: Check) -> str:
     return f"screen check failed: expected {check.expected!r}; app texts on screen: {_cut(check.seen)}"
 
 
-def audit_run(
-    *,
-    suite: Suite,
-    transcript: Transcript,
-    process: ProcessOutcome,
-    screen: ScreenSnapshot | None,
-    device_aware_tools: frozenset[str],
-) -> Audit:
+def audit_run(run: Run, transcript: Transcript) -> Audit:
     """Audit one run from hard signals only.
 
     Args:
-        suite: The suite that ran.
-        transcript: The parsed stream-json transcript.
-        process: How the agent process ended.
-        screen: The post-run dump (None when the suite has no screen checks or none was taken).
-        device_aware_tools: Full tool names whose input schema has a string `device` property.
+        run: The run record: suite, process outcome, post-run screen, the server's device-aware
+            tools, and what the harness could not establish (tools probe, device after the run).
+        transcript: The run's parsed stream-json transcript.
 
     Returns:
         The verdict, every check (device use, answers, screen), stumbles, metrics and the
         tool sequence (short names). `incomplete` reasons win over failed checks.
     """
+    suite = run.suite
     checks = [
-        device_use_check(transcript.tool_calls, device_aware_tools),
+        device_use_check(transcript.tool_calls, run.device_aware_tools),
         *answer_checks(suite, transcript),
-        *screen_checks(suite, screen),
+        *screen_checks(suite, run.screen),
     ]
     stumbles = stumbles_of(suite, transcript)
-    incomplete = incomplete_reasons(suite=suite, transcript=transcript, process=process)
+    failed = [_failed_reason(check) for check in checks if not check.passed]
+    incomplete = incomplete_reasons(suite=suite, transcript=transcript, process=run.process)
+    # Not the agent's doing: the device vanished, or the harness could not tell which tools act
+    # on a device (so a failed device-use check proves nothing).
+    if not incomplete and run.device_lost:
+        incomplete = [f"the device went away during the run: {run.device_lost}"]
+    if not incomplete and failed and run.probe_error:
+        incomplete = [f"the harness could not list the MCP server's tools, so device use cannot be judged: {run.probe_error}"]
     if incomplete:
         verdict = Verdict("incomplete", tuple(incomplete))
     else:
-        failed = [_failed_reason(check) for check in checks if not check.passed]
         verdict = Verdict("failed", tuple(failed)) if failed else Verdict("passed", ())
     return Audit(
         verdict=verdict,
         checks=tuple(checks),
         stumbles=tuple(stumbles),
-        metrics=metrics_of(transcript, process, stumbles, device_aware_tools),
+        metrics=metrics_of(transcript, run.process, stumbles, run.device_aware_tools),
         tool_sequence=tuple(short_tool_name(call.name) for call in transcript.tool_calls),
     )

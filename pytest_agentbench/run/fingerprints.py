@@ -1,12 +1,195 @@
-"""adb outputs -> the device fingerprint (one batched round trip) and the app build; `server_build` holds the server side."""
+"""What a run ran on -> fingerprints: hashing, `unknown`, the suite digest, the app build and the device (one batched round trip).
+
+Every fingerprint a result records except the server build (`server_build.py`) is made here, so a
+baseline comparison and a snippet rule read one definition of "unknown" and one of each digest.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
 
-from pytest_agentbench.baseline import UNKNOWN, app_build
 from pytest_agentbench.device.shellscript import Script, sh
+
+UNKNOWN = "unknown"
+
+# Suite keys that are the baseline itself and so never feed the suite digest.
+_BASELINE_SUITE_KEYS = frozenset({"baseline", "baselineToolSequence"})
+
+# --------------------------------------------------------------------------- hashing and unknown values
+
+
+def sha256_prefix(data: bytes, length: int = 16) -> str:
+    """Hex prefix of the SHA-256 of `data` (the form `apkSha256` is recorded in).
+
+    Args:
+        data: The bytes to hash.
+        length: How many hex characters to keep.
+
+    Returns:
+        The first `length` hex characters of the digest.
+    """
+    return hashlib.sha256(data).hexdigest()[:length]
+
+
+def digest_json(value: Any) -> str:
+    """`sha256:<16 hex>` over a canonical JSON form of `value` (sorted keys, so key order never matters).
+
+    Args:
+        value: Any JSON-serialisable value.
+
+    Returns:
+        The digest string as suites record it (`suiteDigest`, `serverBuild`).
+    """
+    canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return "sha256:" + sha256_prefix(canonical.encode("utf-8"))
+
+
+def is_unknown(value: Any) -> bool:
+    return value is None or value == "" or value == UNKNOWN
+
+
+def unknown_fields(mapping: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """Names of the fields of a fingerprint mapping that could not be read (sorted)."""
+    if not mapping:
+        return ()
+    return tuple(sorted(key for key, value in mapping.items() if is_unknown(value)))
+
+
+def digest_text(value: str) -> str:
+    """`sha256:<16 hex>` of a text (never the text itself, which may be a secret or a path)."""
+    return "sha256:" + sha256_prefix(value.encode("utf-8", "surrogateescape"))
+
+
+def digest_file(path: Path) -> str:
+    """`sha256:<16 hex>` of a file's bytes, or `unreadable (why)`."""
+    try:
+        return "sha256:" + sha256_prefix(path.read_bytes())
+    except OSError as error:
+        return f"unreadable ({error.strerror or type(error).__name__})"
+
+
+def iter_files(path: Path) -> Iterable[Path]:
+    """A file itself, or a directory's files in sorted order (bytecode caches left out)."""
+    if path.is_dir():
+        for child in sorted(path.rglob("*")):
+            if child.is_file() and "__pycache__" not in child.parts and child.suffix != ".pyc":
+                yield child
+    else:
+        yield path
+
+
+def digest_files(paths: Iterable[Path], *, relative_to: Path | None = None) -> str:
+    """One digest over files (directories walked in sorted order) by name and content; missing files count as missing.
+
+    Args:
+        paths: Files or directories.
+        relative_to: Names are recorded relative to this directory, so two checkouts at
+            different places digest the same.
+
+    Returns:
+        `sha256:<16 hex>`.
+    """
+    entries = []
+    for root in paths:
+        root = Path(root)
+        if not root.exists():
+            entries.append([_relative_name(root, relative_to), "missing"])
+            continue
+        for path in iter_files(root):
+            entries.append([_relative_name(path, relative_to), digest_file(path)])
+    return digest_json(entries)
+
+
+def _relative_name(path: Path, relative_to: Path | None) -> str:
+    if relative_to is not None:
+        try:
+            return path.resolve().relative_to(relative_to.resolve()).as_posix()
+        except ValueError:
+            pass
+    return path.as_posix()
+
+
+# --------------------------------------------------------------------------- app build and suite digest
+
+
+def app_build(
+    *,
+    version_name: str | None,
+    version_code: int | str | None,
+    last_update_time: str | None = None,
+    apk_sha256: str | None = None,
+) -> dict[str, Any]:
+    """The `appBuild` fingerprint: version name and code, plus install time or, with `apkPath`, the APK hash.
+
+    With an `apkPath` preflight reinstalls the APK on every run, which resets the install time,
+    so the APK's SHA-256 prefix takes its place.
+
+    Args:
+        version_name: `versionName` from `dumpsys package`, None if unread.
+        version_code: `versionCode`, None if unread.
+        last_update_time: `lastUpdateTime`, None if unread (ignored when `apk_sha256` is given).
+        apk_sha256: SHA-256 prefix of the suite's APK when the suite sets `app.apkPath`.
+
+    Returns:
+        `{versionName, versionCode, lastUpdateTime}` or `{versionName, versionCode, apkSha256}`;
+        unread values are "unknown".
+    """
+    build: dict[str, Any] = {
+        "versionName": version_name if version_name not in (None, "") else UNKNOWN,
+        "versionCode": _version_code(version_code),
+    }
+    if apk_sha256 is not None:
+        build["apkSha256"] = apk_sha256 or UNKNOWN
+    else:
+        build["lastUpdateTime"] = last_update_time if last_update_time not in (None, "") else UNKNOWN
+    return build
+
+
+def _version_code(value: int | str | None) -> int | str:
+    if value is None or value == "":
+        return UNKNOWN
+    if isinstance(value, int):
+        return value
+    return int(value) if str(value).isdigit() else str(value)
+
+
+def requested_model(suite_raw: Mapping[str, Any], model_override: str | None) -> str | None:
+    """The model a run asks for: the `--model` override if given, else the suite's `claude.model`."""
+    if model_override:
+        return model_override
+    claude = suite_raw.get("claude") or {}
+    return claude.get("model") or None
+
+
+def suite_digest(suite_raw: Mapping[str, Any], *, prompt_text: str, model_override: str | None = None) -> str:
+    """`suiteDigest`: the task a baseline measured, as a digest.
+
+    Covers the prompt text, every suite setting as written except `baseline` and
+    `baselineToolSequence`, and the requested model. The `prompt` key (a file path) is replaced
+    by the text it points to, because the agent reads the text, not the path.
+
+    Args:
+        suite_raw: The suite mapping as loaded from YAML (`Suite.raw`).
+        prompt_text: The prompt file's text (before placeholders are filled in).
+        model_override: The `--model` option, if given.
+
+    Returns:
+        `sha256:<16 hex>`, independent of key order.
+    """
+    settings = {key: value for key, value in suite_raw.items() if key not in _BASELINE_SUITE_KEYS and key != "prompt"}
+    document = {
+        "prompt": prompt_text,
+        "settings": settings,
+        "requestedModel": requested_model(suite_raw, model_override),
+    }
+    return digest_json(document)
+
+
 
 # --------------------------------------------------------------------------- device fingerprint
 

@@ -1,0 +1,1 @@
+"""The report stage: audited runs -> result.json, the text report, the terminal summary and the session document."""

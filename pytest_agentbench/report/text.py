@@ -1,0 +1,131 @@
+"""A result.json document -> the run's text report (verdict, checks, stumbles, comparison, metrics, sequence, snippet)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from tabulate import tabulate
+
+from pytest_agentbench.baseline.compare import format_number
+from pytest_agentbench.report.document import verdict_status
+
+_SEEN_CHARS = 240
+
+
+def _cut(text: Any, limit: int = _SEEN_CHARS) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _checks_section(result: Mapping[str, Any]) -> list[str]:
+    checks = result.get("checks") or []
+    if not checks:
+        return ["Checks: none"]
+    lines = ["Checks:"]
+    for check in checks:
+        mark = "ok  " if check.get("passed") else "FAIL"
+        lines.append(f"  {mark} {check.get('kind', '?')}: expected {_cut(check.get('expected', ''))!r}")
+        lines.append(f"       seen: {_cut(check.get('seen', ''))}")
+    return lines
+
+
+def _stumbles_section(result: Mapping[str, Any]) -> list[str]:
+    stumbles = result.get("stumbles") or []
+    if not stumbles:
+        return ["Stumbles: none"]
+    lines = [f"Stumbles ({len(stumbles)}, reported, not scored):"]
+    lines += [f"  {stumble.get('kind', '?')} {stumble.get('tool', '?')}: {_cut(stumble.get('detail', ''))}" for stumble in stumbles]
+    return lines
+
+
+def _comparability_section(result: Mapping[str, Any]) -> list[str]:
+    baseline = result.get("baseline")
+    if not baseline:
+        return ["Baseline: none (deltas not shown)"]
+    flags = (result.get("comparison") or {}).get("flags") or []
+    header = f"Baseline: recorded {baseline.get('recordedAt', 'unknown')}"
+    if not flags:
+        return [header + "; comparable (same app build, suite, device, CLI, server build and model)"]
+    lines = [header + "; deltas below compare different conditions:"]
+    lines += [f"  ! {flag['message']}" for flag in flags]
+    return lines
+
+
+def _metrics_section(result: Mapping[str, Any]) -> list[str]:
+    rows = (result.get("comparison") or {}).get("metricRows") or []
+    table = []
+    for row in rows:
+        delta = row.get("delta")
+        if delta is None:
+            shown = "n/a" if result.get("baseline") else ""
+        elif delta == 0:
+            shown = "0"
+        else:
+            shown = format_number(delta, signed=True)
+            if row.get("deltaPercent") is not None:
+                shown += f" ({row['deltaPercent']:+.1f}%)"
+        table.append([row["metric"], format_number(row.get("actual")), format_number(row.get("baseline")), shown])
+    rendered = tabulate(table, headers=["metric", "actual", "baseline", "delta"], tablefmt="simple", disable_numparse=True)
+    return ["Metrics:"] + ["  " + line for line in rendered.splitlines()]
+
+
+def _sequence_section(result: Mapping[str, Any]) -> list[str]:
+    if not result.get("baseline"):
+        sequence = result.get("toolSequence") or []
+        return [f"Tool sequence: {', '.join(sequence) if sequence else '(no tool calls)'}"]
+    diff = (result.get("comparison") or {}).get("sequenceDiff") or []
+    lines = ["Tool sequence vs baseline (- baseline call skipped, + extra call):"]
+    lines += [f"  {line['op']} {line['tool']}" for line in diff] or ["  (both empty)"]
+    return lines
+
+
+def _snippet_section(result: Mapping[str, Any]) -> list[str]:
+    snippet = result.get("snippet") or {}
+    if snippet.get("written"):
+        return [f"Baseline snippet: {snippet.get('path')}"]
+    reasons = snippet.get("suppressedBecause") or []
+    if not reasons:
+        return ["Baseline snippet: not written"]
+    return ["Baseline snippet: not written because"] + [f"  - {reason}" for reason in reasons]
+
+
+def render_metric_details(result: Mapping[str, Any]) -> str:
+    """Comparability, metric rows and the sequence diff of one run (the `-v` expansion of the summary)."""
+    lines = _comparability_section(result) + _metrics_section(result) + _sequence_section(result)
+    lines.append(f"Run directory: {result.get('runDirectory')}")
+    return "\n".join(lines)
+
+
+def render_text_report(result: Mapping[str, Any], *, current_scoring_code: str | None = None) -> str:
+    """The text report of one run, from its result.json document.
+
+    Args:
+        result: A `build_result_document` dict (fresh, or loaded from a saved result.json).
+        current_scoring_code: When re-rendering a saved run, today's scoring-code digest; a
+            different digest is called out, because the verdict came from other code.
+
+    Returns:
+        The report: verdict and reasons, checks with expected/seen, stumbles, baseline
+        comparability flags, metric rows, the sequence diff, the snippet outcome and run dir.
+    """
+    verdict = result.get("verdict") or {}
+    lines = [f"{result.get('suite', '?')}: {verdict_status(result).upper()}"]
+    lines += [f"  - {reason}" for reason in verdict.get("reasons") or []]
+    serial = (result.get("device") or {}).get("serial")
+    model = (result.get("fingerprints") or {}).get("observedModel")
+    cli = (result.get("fingerprints") or {}).get("claudeCodeVersion")
+    lines.append(f"Device: {serial or 'unknown'}   Agent CLI: {cli or 'unknown'}   Model: {model or 'unknown'}")
+    lines += _checks_section(result)
+    lines += _stumbles_section(result)
+    lines += _comparability_section(result)
+    lines += _metrics_section(result)
+    lines += _sequence_section(result)
+    lines += _snippet_section(result)
+    scoring = result.get("scoringCode")
+    if current_scoring_code is not None and scoring != current_scoring_code:
+        lines.append(f"Scoring code: ! differs: the run was scored by {scoring or 'unknown'}, the current code is {current_scoring_code}")
+    else:
+        lines.append(f"Scoring code: {scoring or 'unknown'}")
+    lines.append(f"Run directory: {result.get('runDirectory')}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,151 @@
+"""A suite, a claimed device and its run directory -> one measured run: preflight, the isolated agent, the post-run reads -> a Run record.
+
+Nothing here judges the run: `audit.verdict.audit_run` does, from the Run record this returns.
+"""
+
+from __future__ import annotations
+
+import glob
+import shutil
+import tempfile
+from collections.abc import Callable, Mapping
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.run.artifacts import PrivateDaemon, RunArtifacts, write_run_files
+from pytest_agentbench.run.fingerprints import requested_model
+from pytest_agentbench.run.invocation import Invocation, InvocationOptions, build_invocation
+from pytest_agentbench.run.postrun import read_post_run_screen
+from pytest_agentbench.run.record import ProcessOutcome, Run
+from pytest_agentbench.run.runner import run_agent
+from pytest_agentbench.run.server_build import ServerBuild, adb_client_versions, server_build_fingerprint
+from pytest_agentbench.servers.probe import probe_device_aware_tools
+
+if TYPE_CHECKING:
+    from pytest_agentbench.device.pool import ClaimedDevice
+    from pytest_agentbench.run.preflight import PreflightResult
+    from pytest_agentbench.servers import ServerProfile
+    from pytest_agentbench.suite import Suite
+
+
+def device_aware_tools(cache: dict, invocation: Invocation, environ: Mapping[str, str]) -> tuple[frozenset[str], str | None]:
+    """The server's device-aware tools, from its own `tools/list`, fetched once per session.
+
+    A server that cannot list its tools (its command is missing, it crashes at start) yields no
+    device-aware tools and the reason, and the run goes on: the agent's init event then reports
+    the server `failed`, which makes the run incomplete ("MCP server did not connect"), as the
+    seed says. The failure is not cached, so a later run in the session probes again.
+    """
+    ((name, _),) = invocation.mcp_config["mcpServers"].items()
+    key = ("tools", name)
+    if key not in cache:
+        try:
+            cache[key] = probe_device_aware_tools(invocation.mcp_config, environ=environ)
+        except AgentbenchError as exc:
+            return frozenset(), str(exc)
+    return cache[key], None
+
+
+def server_build(cache: dict, *, profile: ServerProfile, claude: str, environ: Mapping[str, str], adb_endpoint: str, project_root: Path) -> ServerBuild:
+    """`serverBuild` for this session (computed once: it hashes files and runs `adb version`)."""
+    if "server_build" not in cache:
+        files = [Path(p) for pattern in profile.build_files for p in sorted(glob.glob(pattern, recursive=True))]
+        cache["server_build"] = server_build_fingerprint(
+            profile_build_files=files,
+            agent_command=claude,
+            environ=environ,
+            adb_endpoint=adb_endpoint,
+            adb_versions=adb_client_versions(environ),
+            project_root=project_root,
+        )
+    return cache["server_build"]
+
+
+def now() -> str:
+    """The current UTC time as result.json writes it."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def measure_run(
+    *,
+    suite: Suite,
+    device: ClaimedDevice,
+    run_dir: Path,
+    daemon: PrivateDaemon,
+    preflight: Callable[..., PreflightResult],
+    options: InvocationOptions,
+    profile: ServerProfile,
+    cache: dict,
+    environ: Mapping[str, str],
+    project_root: Path,
+    nodeid: str | None = None,
+) -> Run:
+    """One attempt: preflight, the measured agent run and the post-run reads.
+
+    Args:
+        suite: The suite to run.
+        device: The claimed device (its claim is handed to the agent's server and taken back).
+        run_dir: This attempt's run directory.
+        daemon: The MCP server's private state directories for this run.
+        preflight: The `agentbench_preflight` factory.
+        options: The session's options (`--claude`, `--model`, `--server-instructions`).
+        profile: The MCP server profile.
+        cache: A session-wide dict for what is computed once (tools listing, server build).
+        environ: The environment the run inherits.
+        project_root: The pytest rootdir (lock files for the server build).
+        nodeid: The pytest node id, recorded.
+
+    Returns:
+        The Run record, ready for `audit_run`.
+
+    Raises:
+        PreflightError, DeviceUnavailable, AgentProcessError: The run could not start.
+    """
+    artifacts = RunArtifacts(run_dir)
+    prepared = preflight(suite, run_dir=run_dir)
+    workdir = Path(tempfile.mkdtemp(prefix="agentbench-agent-"))
+    try:
+        invocation = build_invocation(
+            suite, options=options, profile=profile, run_dir=run_dir,
+            workdir=workdir, serial=device.serial, environ=environ, private_dirs=daemon.dirs,
+        )
+        write_run_files(artifacts, invocation)
+        tools, probe_error = device_aware_tools(cache, invocation, environ)
+        device.hand_over()
+        started_at = now()
+        agent = run_agent(
+            invocation.argv, env=invocation.env, cwd=workdir, prompt=invocation.prompt,
+            stdout_path=artifacts.transcript, stderr_path=artifacts.stderr,
+            timeout_s=suite.claude.timeout_seconds,
+        )
+        finished_at = now()
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    screen, device_lost = read_post_run_screen(device, suite, artifacts)
+    build = server_build(cache, profile=profile, claude=options.claude, environ=environ,
+                         adb_endpoint=str(device.adb.endpoint), project_root=project_root)
+    return Run(
+        suite=suite,
+        run_dir=run_dir,
+        process=ProcessOutcome(
+            exit_code=agent.exit_code, timed_out=agent.timed_out, signal=agent.signal,
+            wall_clock_seconds=agent.wall_clock_seconds,
+        ),
+        screen=screen,
+        device_aware_tools=tools,
+        probe_error=probe_error,
+        device_lost=device_lost,
+        nodeid=nodeid,
+        device_serial=device.serial,
+        agent_command=tuple(invocation.argv),
+        requested_model=requested_model(suite.raw, options.model),
+        started_at=started_at,
+        finished_at=finished_at,
+        device_fingerprint=dict(prepared.device_fingerprint),
+        app_build=dict(prepared.app_build),
+        preflight_round_trips=prepared.round_trips,
+        server_build=build.digest,
+        server_build_components=dict(build.components),
+    )

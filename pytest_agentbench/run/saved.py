@@ -1,0 +1,116 @@
+"""A saved run directory -> the same Run record the live run audited (result.json's inputs, screen.xml), nothing run."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pytest_agentbench.device.uiautomator import parse_hierarchy
+from pytest_agentbench.errors import AgentbenchError, SavedRunError
+from pytest_agentbench.run.record import ProcessOutcome, Run, ScreenSnapshot
+from pytest_agentbench.suite import load_suite
+
+
+def resolve_result_path(path: Path) -> Path:
+    """A run directory or a result.json -> the result.json path.
+
+    Raises:
+        SavedRunError: Neither exists.
+    """
+    candidate = path / "result.json" if path.is_dir() else path
+    if not candidate.is_file():
+        raise SavedRunError(f"{path}: no result.json here; pass a run directory or its result.json")
+    return candidate
+
+
+def read_saved_result(result_path: Path) -> dict[str, Any]:
+    """Parse a saved result.json.
+
+    Raises:
+        SavedRunError: It cannot be read or is not a JSON object.
+    """
+    try:
+        saved = json.loads(result_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise SavedRunError(f"{result_path}: cannot read result.json: {exc}") from None
+    if not isinstance(saved, dict):
+        raise SavedRunError(f"{result_path}: expected a JSON object, got {type(saved).__name__}")
+    return saved
+
+
+def _process(inputs: Mapping[str, Any], saved: Mapping[str, Any]) -> ProcessOutcome:
+    data = inputs.get("process")
+    if data is None:
+        # Runs saved before `auditInputs` existed kept the process outcome in snake case.
+        legacy = saved.get("process") or {}
+        data = {"exitCode": legacy.get("exit_code"), "timedOut": legacy.get("timed_out"),
+                "signal": legacy.get("signal"), "wallClockSeconds": legacy.get("wall_clock_seconds")}
+    return ProcessOutcome(
+        exit_code=data.get("exitCode"),
+        timed_out=bool(data.get("timedOut")),
+        signal=data.get("signal"),
+        wall_clock_seconds=float(data.get("wallClockSeconds") or 0.0),
+        stopped_because=data.get("stoppedBecause"),
+    )
+
+
+def _screen(run_dir: Path, unavailable_reason: str | None, has_screen_checks: bool) -> ScreenSnapshot | None:
+    if not has_screen_checks:
+        return None
+    dump = run_dir / "screen.xml"
+    if dump.is_file():
+        try:
+            return ScreenSnapshot(parse_hierarchy(dump.read_text(encoding="utf-8")))
+        except ValueError as exc:
+            return ScreenSnapshot(None, f"the saved screen.xml does not parse: {exc}")
+    return ScreenSnapshot(None, unavailable_reason or "the run directory has no screen.xml")
+
+
+def load_run(result_path: Path, rootdir: Path) -> tuple[Run, dict[str, Any]]:
+    """Rebuild a saved run's Run record; the suite is loaded again from its file.
+
+    Args:
+        result_path: The run's result.json.
+        rootdir: The pytest rootdir (suites are loaded relative to it).
+
+    Returns:
+        The Run record and the saved result document.
+
+    Raises:
+        SavedRunError: result.json is unreadable, names no suite, or the suite no longer loads.
+    """
+    saved = read_saved_result(result_path)
+    run_dir = result_path.parent
+    if not saved.get("suiteFile"):
+        raise SavedRunError(f"{result_path} names no suiteFile")
+    try:
+        suite = load_suite(Path(saved["suiteFile"]), rootdir)
+    except AgentbenchError as exc:
+        raise SavedRunError(f"the suite of {run_dir} no longer loads: {exc}") from None
+    inputs = saved.get("auditInputs") or {}
+    legacy_screen = (saved.get("screen") or {}).get("unavailableReason")
+    fingerprints = saved.get("fingerprints") or {}
+    agent = saved.get("agent") or {}
+    run = Run(
+        suite=suite,
+        run_dir=run_dir,
+        process=_process(inputs, saved),
+        screen=_screen(run_dir, inputs.get("screenUnavailableReason", legacy_screen), bool(suite.verify.screen_includes)),
+        device_aware_tools=frozenset(inputs.get("deviceAwareTools", saved.get("deviceAwareTools")) or ()),
+        probe_error=inputs.get("probeError"),
+        device_lost=inputs.get("deviceLost"),
+        nodeid=saved.get("nodeid"),
+        device_serial=(saved.get("device") or {}).get("serial"),
+        agent_command=tuple(agent.get("command") or ()),
+        requested_model=agent.get("requestedModel"),
+        started_at=saved.get("startedAt"),
+        finished_at=saved.get("finishedAt"),
+        device_fingerprint=fingerprints.get("deviceFingerprint") or {},
+        app_build=fingerprints.get("appBuild") or {},
+        preflight_round_trips=(saved.get("preflight") or {}).get("roundTrips"),
+        server_build=fingerprints.get("serverBuild"),
+        server_build_components=fingerprints.get("serverBuildComponents") or {},
+    )
+    return run, saved
