@@ -20,6 +20,8 @@ import unicodedata
 from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple
 
+from jsonschema import Draft202012Validator
+
 # The seed used when --agentbench-seed is not given; recorded with every run like any other seed.
 DEFAULT_SEED = 0
 DERIVATION = "agentbench-params-v1"
@@ -218,8 +220,6 @@ def rule_problems(declaration: Mapping[str, Any], where: str = "params") -> list
     Params whose shape the schema rejects are skipped, so each problem is reported once. Use this
     when the suite schema already embeds params_schema(); otherwise use validate().
     """
-    from jsonschema import Draft202012Validator
-
     problems: list[str] = []
     if not isinstance(declaration, Mapping):
         return problems
@@ -243,8 +243,6 @@ def validate(declaration: Any, where: str = "params") -> list[str]:
     Returns:
         The problems; none means the declaration is valid.
     """
-    from jsonschema import Draft202012Validator
-
     # suite.py owns the wording of schema errors; imported here, not at the top, because the suite
     # loader will import this module.
     from pytest_agentbench.suite import _schema_problems

@@ -11,6 +11,7 @@ import string
 import subprocess
 import sys
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from jsonschema import Draft202012Validator
@@ -448,3 +449,16 @@ def test_pattern_classes_are_what_the_docs_say():
         "%": string.ascii_lowercase,
         "*": string.ascii_uppercase + string.digits,
     }
+
+
+def test_the_example_in_docs_params_md_is_valid():
+    import yaml
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "params.md").read_text("utf-8")
+    example = yaml.safe_load(re.search(r"```yaml\n(.*?)```", text, re.S).group(1))
+    assert validate(example["params"]) == []
+    assert placeholder_problems(example["verify"], example["params"], where="verify") == []
+    values = instance_values(example["params"], seed=DEFAULT_SEED, suite=example["name"], repeat=1)
+    filled = fill(example["verify"], values)
+    assert filled.unknown == ()
+    assert not any(params.PLACEHOLDER_RE.search(text) for text in filled.value["screenIncludes"])
