@@ -177,7 +177,7 @@ def _points(fraction: float) -> str:
 
 
 def verdict_sentence(
-    comparison_difference: float | None,
+    difference: float | None,
     interval: Interval | None,
     p_value: float | None,
     detectable: float | None,
@@ -185,9 +185,22 @@ def verdict_sentence(
     alpha: float = DEFAULT_ALPHA,
     names: tuple[str, str] = ("A", "B"),
 ) -> str:
-    """The plain sentence under a comparison; "no detectable difference at this N" whenever the interval spans zero."""
+    """The plain sentence under a comparison; "no detectable difference at this N" whenever the interval spans zero.
+
+    Args:
+        difference: Rate B minus rate A (``None``: a side has no judged run).
+        interval: The difference's interval.
+        p_value: The exact test's two-sided p-value.
+        detectable: The smallest detectable difference, for the "could detect about" clause.
+        alpha: The significance level the p-value is held against.
+        names: How to call A and B.
+
+    Returns:
+        One of: a difference in a direction, "no detectable difference at this N (...)", a
+        borderline sentence when the interval and the exact test disagree, or "nothing to compare".
+    """
     name_a, name_b = names
-    if comparison_difference is None or interval is None or p_value is None:
+    if difference is None or interval is None or p_value is None:
         return "nothing to compare: a side has no judged run"
     could = f"could detect about ±{_points(detectable)} points" if detectable is not None else "no runs to size it"
     if interval.contains(0.0):
@@ -202,8 +215,8 @@ def verdict_sentence(
             f"borderline: the interval excludes zero but the exact test does not (p = {p_value:.3f}); "
             f"not a detectable difference at this N ({could})"
         )
-    direction = "more" if comparison_difference > 0 else "less"
-    return f"{name_b} passes {direction} often than {name_a}, by about {_points(comparison_difference)} points"
+    direction = "more" if difference > 0 else "less"
+    return f"{name_b} passes {direction} often than {name_a}, by about {_points(difference)} points"
 
 
 def compare(

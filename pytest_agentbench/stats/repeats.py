@@ -148,12 +148,12 @@ class MetricSummary:
         return self.q3 - self.q1
 
 
-def summarize(values: Sequence[float]) -> MetricSummary | None:
-    """Median, first and third quartile (numpy's linear method) of ``values``; ``None`` when empty."""
-    values = [v for v in values if v is not None]
-    if not values:
+def summarize(values: Sequence[float | None]) -> MetricSummary | None:
+    """Median, first and third quartile (numpy's linear method) of ``values``, ``None`` entries skipped; ``None`` when empty."""
+    present = [v for v in values if v is not None]
+    if not present:
         return None
-    return MetricSummary(len(values), quantile(values, 0.5), quantile(values, 0.25), quantile(values, 0.75))
+    return MetricSummary(len(present), quantile(present, 0.5), quantile(present, 0.25), quantile(present, 0.75))
 
 
 @dataclass(frozen=True)
