@@ -1,0 +1,460 @@
+"""A suite's ``params:`` declaration + (seed, suite, repeat) -> the values of one seeded task instance, filled into its texts.
+
+Each param is a typed generator: ``choice`` (one of a list), ``integer`` (min..max inclusive),
+``word`` (from WORDS, a fixed built-in list) or ``code`` (an alphabet and a length, or a
+pattern). Values come from SHA-256 of the seed, the suite name, the repeat index and the param
+name, never from Python's ``hash()`` or ``random``, so instance r3 of a suite has the same values
+on every machine and Python version. DERIVATION names this recipe; changing the recipe or WORDS
+changes every instance, so both are pinned by tests.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import hashlib
+import json
+import re
+import string
+import unicodedata
+from collections.abc import Iterator, Mapping
+from typing import Any, NamedTuple
+
+from jsonschema import Draft202012Validator
+
+# The seed used when --agentbench-seed is not given; recorded with every run like any other seed.
+DEFAULT_SEED = 0
+DERIVATION = "agentbench-params-v1"
+
+# The run-time placeholders (suite.PLACEHOLDERS, filled when a run starts): params may not take
+# these names, and fill() leaves them in place. A test keeps the two lists equal.
+RESERVED = ("deviceSerial", "packageName", "runDirectory")
+PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+MAX_CODE_LENGTH = 64
+MAX_SAFE_INTEGER = 2**53 - 1
+# A readable instance id lists the values themselves while it stays this short.
+_READABLE_ID_LENGTH = 24
+_READABLE_VALUE_RE = re.compile(r"^[A-Za-z0-9._]+$")
+
+# Pattern characters of a `code`: everything else is literal, and a backslash makes the next
+# character literal. Letters and digits are always literal, so "ORD-####" needs no escaping.
+PATTERN_CLASSES = {
+    "#": string.digits,
+    "@": string.ascii_uppercase,
+    "%": string.ascii_lowercase,
+    "*": string.ascii_uppercase + string.digits,
+}
+_PATTERN_MEANINGS = {"#": "a digit", "@": "an uppercase letter", "%": "a lowercase letter", "*": "an uppercase letter or digit"}
+
+# Common, concrete, easy-to-type English words, unique and lowercase. Part of DERIVATION v1:
+# append-only is not enough (indices would shift meaning), so never edit this list in place.
+WORDS: tuple[str, ...] = tuple(
+    """
+    acorn anchor apple apron arrow atlas autumn badge bagel bamboo banjo barley basil basket beach
+    beacon berry bison blanket bloom bottle branch bread breeze brick bridge brook bucket butter
+    button cabin cable cactus camel candle canoe canyon carpet carrot castle cedar cello chalk
+    cherry chimney cider circus clover cobalt cocoa comet compass copper coral cotton cradle crane
+    crayon cricket crystal cushion daisy delta denim desert diamond dolphin donkey dragon drum eagle
+    easel ember engine falcon feather fern fiddle flame flute forest fossil fountain garden garlic
+    gecko ginger glacier globe goose granite grape guitar hammer harbor harp hazel helmet heron
+    honey iceberg island ivory jacket jaguar jasmine jelly jigsaw jungle kayak kettle kitten koala
+    ladder lagoon lantern lemon lettuce lily lizard lobster locket lotus magnet mango maple marble
+    meadow melon meteor mirror mitten monkey moose mosaic muffin napkin nectar needle nickel noodle
+    nutmeg oasis ocean olive onion orange orbit orchid otter oyster paddle palace panda papaya
+    parrot peach peanut pearl pebble pelican pencil pepper piano pigeon pillow pirate planet plum
+    pocket pony poppy potato prism puffin pumpkin puzzle quartz quill rabbit radish raven ribbon
+    river robin rocket saddle salmon sandal satchel scarf seagull shell silver sketch sled sofa
+    sparrow spider spinach spruce squid statue summit sunset swan teapot thistle tiger timber toast
+    tomato topaz torch tower trumpet tulip tundra turtle umbrella valley velvet violin volcano
+    waffle wagon walnut walrus whale whistle willow window winter wizard yogurt zebra
+    """.split()
+)
+
+_CASES = ("lower", "upper", "title")
+
+# The JSON Schema fragment for a suite's `params` key (draft 2020-12). `x-expected` carries the
+# phrase suite._schema_problems puts after "expected"; rules a schema cannot say are in code.
+_PARAMS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "Seeded task instance values: name -> generator; fills {name} in the prompt, preflight, verify and device checks",
+    "propertyNames": {
+        "pattern": "^[A-Za-z_][A-Za-z0-9_]*$",
+        "x-expected": "a param name of letters, digits and '_', not starting with a digit (it is used as {name})",
+    },
+    "additionalProperties": {
+        "type": "object",
+        "required": ["type"],
+        "properties": {
+            "type": {"enum": ["choice", "integer", "word", "code"], "x-expected": "a type of choice, integer, word or code"},
+        },
+        "allOf": [
+            {
+                "if": {"type": "object", "properties": {"type": {"const": "choice"}}, "required": ["type"]},
+                "then": {
+                    "additionalProperties": False,
+                    "required": ["values"],
+                    "properties": {
+                        "type": True,
+                        "values": {
+                            "type": "array",
+                            "minItems": 1,
+                            "items": {"type": ["string", "integer"], "x-expected": "a string or an integer"},
+                        },
+                    },
+                },
+            },
+            {
+                "if": {"type": "object", "properties": {"type": {"const": "integer"}}, "required": ["type"]},
+                "then": {
+                    "additionalProperties": False,
+                    "required": ["min", "max"],
+                    "properties": {"type": True, "min": {"type": "integer"}, "max": {"type": "integer"}},
+                },
+            },
+            {
+                "if": {"type": "object", "properties": {"type": {"const": "word"}}, "required": ["type"]},
+                "then": {
+                    "additionalProperties": False,
+                    "properties": {
+                        "type": True,
+                        "case": {"enum": list(_CASES), "x-expected": "a case of lower, upper or title"},
+                    },
+                },
+            },
+            {
+                "if": {"type": "object", "properties": {"type": {"const": "code"}}, "required": ["type"]},
+                "then": {
+                    "additionalProperties": False,
+                    "properties": {
+                        "type": True,
+                        "alphabet": {"type": "string", "minLength": 1},
+                        "length": {
+                            "type": "integer",
+                            "minimum": 1,
+                            "maximum": MAX_CODE_LENGTH,
+                            "x-expected": f"an integer from 1 to {MAX_CODE_LENGTH}",
+                        },
+                        "pattern": {"type": "string", "minLength": 1},
+                    },
+                    "oneOf": [{"required": ["pattern"]}, {"required": ["alphabet", "length"]}],
+                    "x-expected": "either a pattern, or an alphabet and a length (not both)",
+                },
+            },
+        ],
+    },
+}
+
+
+def params_schema() -> dict[str, Any]:
+    """A copy of the JSON Schema fragment for ``params`` (unknown keys rejected), for the suite schema."""
+    return copy.deepcopy(_PARAMS_SCHEMA)
+
+
+def _show(value: Any) -> str:
+    text = repr(value) if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _pattern_slots(pattern: str) -> list[str] | None:
+    """The pattern as one alphabet (a class) or one literal character per position; None if it ends in a lone backslash."""
+    slots: list[str] = []
+    chars = iter(pattern)
+    for char in chars:
+        if char == "\\":
+            literal = next(chars, None)
+            if literal is None:
+                return None
+            slots.append(literal)
+        else:
+            slots.append(PATTERN_CLASSES.get(char, char))
+    return slots
+
+
+def _printable(text: str) -> bool:
+    return all(not unicodedata.category(c).startswith(("C", "Z")) for c in text)
+
+
+def _spec_rules(where: str, spec: Mapping[str, Any]) -> list[str]:
+    """Rules a schema cannot say, for one param whose shape is already valid."""
+    kind = spec["type"]
+    if kind == "choice":
+        values = spec["values"]
+        duplicates = sorted({_show(v) for v in values if values.count(v) > 1})
+        return [f"{where}.values: expected each choice once, got {d} more than once" for d in duplicates]
+    if kind == "integer":
+        low, high = spec["min"], spec["max"]
+        problems = [
+            f"{where}.{key}: expected a safe integer (|n| <= 2**53 - 1), got {spec[key]}"
+            for key in ("min", "max")
+            if abs(spec[key]) > MAX_SAFE_INTEGER
+        ]
+        if low > high:
+            problems.append(f"{where}: expected min <= max, got min {low} and max {high}")
+        return problems
+    if kind == "code" and "alphabet" in spec:
+        alphabet = spec["alphabet"]
+        if len(alphabet) < 2:
+            return [f"{where}.alphabet: expected at least 2 characters (one would make every code the same), got {_show(alphabet)}"]
+        if not _printable(alphabet):
+            return [f"{where}.alphabet: expected visible characters only (no spaces or control characters), got {_show(alphabet)}"]
+        duplicates = sorted({c for c in alphabet if alphabet.count(c) > 1})
+        return [f"{where}.alphabet: expected each character once, got {d!r} more than once" for d in duplicates]
+    if kind == "code":
+        pattern = spec["pattern"]
+        slots = _pattern_slots(pattern)
+        classes = ", ".join(f"{char} ({meaning})" for char, meaning in _PATTERN_MEANINGS.items())
+        if slots is None:
+            return [f"{where}.pattern: expected a character after the final backslash, got {_show(pattern)}"]
+        if not _printable("".join(s for s in slots if len(s) == 1)):
+            return [f"{where}.pattern: expected visible characters only (no spaces or control characters), got {_show(pattern)}"]
+        if all(len(s) == 1 for s in slots):
+            return [f"{where}.pattern: expected at least one of {classes}; got {_show(pattern)}, which is always the same"]
+        if len(slots) > MAX_CODE_LENGTH:
+            return [f"{where}.pattern: expected at most {MAX_CODE_LENGTH} characters, got {len(slots)} in {_show(pattern)}"]
+    return []
+
+
+def rule_problems(declaration: Mapping[str, Any], where: str = "params") -> list[str]:
+    """Problems the JSON Schema cannot find (reserved names, min > max, duplicates, patterns).
+
+    Params whose shape the schema rejects are skipped, so each problem is reported once. Use this
+    when the suite schema already embeds params_schema(); otherwise use validate().
+    """
+    problems: list[str] = []
+    if not isinstance(declaration, Mapping):
+        return problems
+    spec_validator = Draft202012Validator(_PARAMS_SCHEMA["additionalProperties"])
+    for name, spec in declaration.items():
+        if name in RESERVED:
+            built_in = ", ".join(f"{{{r}}}" for r in RESERVED)
+            problems.append(f"{where}.{name}: expected a name other than the built-in placeholders {built_in}")
+        if isinstance(name, str) and spec_validator.is_valid(spec):
+            problems += _spec_rules(f"{where}.{name}", spec)
+    return problems
+
+
+def validate(declaration: Any, where: str = "params") -> list[str]:
+    """Check a ``params`` declaration; each problem names the key path, the value and what was expected.
+
+    Args:
+        declaration: The value of the suite's ``params`` key.
+        where: The key path of the declaration, for the messages.
+
+    Returns:
+        The problems; none means the declaration is valid.
+    """
+    # suite.py owns the wording of schema errors; imported here, not at the top, because the suite
+    # loader will import this module.
+    from pytest_agentbench.suite import _schema_problems
+
+    if isinstance(declaration, Mapping):
+        odd = [key for key in declaration if not isinstance(key, str)]
+        if odd:
+            return [f"{where}: expected string param names, got {_show(key)}; quote it" for key in odd]
+    schema = {"type": "object", "properties": {where: _PARAMS_SCHEMA}}
+    validator = Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors({where: declaration}), key=lambda e: [str(p) for p in e.absolute_path])
+    problems: list[str] = []
+    for error in errors:
+        problems += _schema_problems(error)
+    return problems + rule_problems(declaration, where)
+
+
+def parse_seed(text: str) -> int:
+    """Read ``--agentbench-seed``: a non-negative decimal integer.
+
+    Raises:
+        ValueError: With a sentence naming the value and what was expected.
+    """
+    stripped = text.strip()
+    if not stripped.isascii() or not stripped.isdigit():
+        raise ValueError(f"expected a non-negative whole number as the seed (such as 0 or 20260101), got {text!r}")
+    return int(stripped)
+
+
+def _check_instance(seed: int, suite: str, repeat: int) -> None:
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed: expected a non-negative integer, got {seed!r}")
+    if not isinstance(suite, str) or not suite:
+        raise ValueError(f"suite: expected a non-empty suite name, got {suite!r}")
+    if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
+        raise ValueError(f"repeat: expected a repeat index >= 1 (r1 is the first), got {repeat!r}")
+
+
+class _Stream:
+    """Deterministic 64-bit draws: SHA-256 in counter mode over one key."""
+
+    def __init__(self, key: bytes) -> None:
+        self._key = key
+        self._blocks = self._generate()
+
+    def _generate(self) -> Iterator[int]:
+        counter = 0
+        while True:
+            block = hashlib.sha256(self._key + counter.to_bytes(8, "big")).digest()
+            for offset in range(0, 32, 8):
+                yield int.from_bytes(block[offset : offset + 8], "big")
+            counter += 1
+
+    def below(self, bound: int) -> int:
+        """A uniform integer in [0, bound): rejection sampling, so no value is favoured by a modulo."""
+        limit = 2**64 - (2**64 % bound)
+        while True:
+            draw = next(self._blocks)
+            if draw < limit:
+                return draw % bound
+
+
+def _stream(seed: int, suite: str, repeat: int, name: str) -> _Stream:
+    # NUL separators: no suite or param name contains one, so ("a", "bc") and ("ab", "c") differ.
+    key = "\0".join((DERIVATION, str(seed), suite, str(repeat), name)).encode("utf-8")
+    return _Stream(key)
+
+
+def _generate(spec: Mapping[str, Any], stream: _Stream) -> str | int:
+    kind = spec["type"]
+    if kind == "choice":
+        return spec["values"][stream.below(len(spec["values"]))]
+    if kind == "integer":
+        return spec["min"] + stream.below(spec["max"] - spec["min"] + 1)
+    if kind == "word":
+        word = WORDS[stream.below(len(WORDS))]
+        case = spec.get("case", "lower")
+        return word.upper() if case == "upper" else word.title() if case == "title" else word
+    if "pattern" in spec:
+        slots = _pattern_slots(spec["pattern"]) or []
+        return "".join(slot if len(slot) == 1 else slot[stream.below(len(slot))] for slot in slots)
+    alphabet = spec["alphabet"]
+    return "".join(alphabet[stream.below(len(alphabet))] for _ in range(spec["length"]))
+
+
+def instance_values(declaration: Mapping[str, Any] | None, *, seed: int, suite: str, repeat: int) -> dict[str, str | int]:
+    """The values of one seeded instance, in declaration order.
+
+    Each param draws from its own stream (seed, suite, repeat, param name), so adding or removing
+    a param leaves the others' values unchanged.
+
+    Args:
+        declaration: The suite's ``params`` mapping (``None`` or empty: no values).
+        seed: The session seed (DEFAULT_SEED unless --agentbench-seed was given).
+        suite: The suite name.
+        repeat: The repeat index, 1 for ``r1``.
+
+    Returns:
+        Param name -> value (``integer`` params give ints, all others strings or the chosen item).
+
+    Raises:
+        ValueError: For a bad seed, suite or repeat, or an invalid declaration (the problems listed).
+    """
+    _check_instance(seed, suite, repeat)
+    if not declaration:
+        return {}
+    problems = validate(declaration)
+    if problems:
+        raise ValueError("params: invalid declaration: " + "; ".join(problems))
+    return {name: _generate(spec, _stream(seed, suite, repeat, name)) for name, spec in declaration.items()}
+
+
+def instance_id(repeat: int, values: Mapping[str, Any]) -> str:
+    """A short, stable id for node ids and result.json: ``r3``, ``r3-42-Alice`` or ``r3-1f2e3d4c``.
+
+    The values are listed (sorted by param name) when each is plain (letters, digits, ``.``, ``_``)
+    and together they stay within 24 characters; otherwise the first 8 hex digits of the SHA-256
+    of their canonical JSON stand for them.
+    """
+    if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
+        raise ValueError(f"repeat: expected a repeat index >= 1, got {repeat!r}")
+    if not values:
+        return f"r{repeat}"
+    shown = [str(values[name]) for name in sorted(values)]
+    readable = "-".join(shown)
+    if len(readable) <= _READABLE_ID_LENGTH and all(_READABLE_VALUE_RE.match(v) for v in shown):
+        return f"r{repeat}-{readable}"
+    canonical = json.dumps(dict(values), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return f"r{repeat}-{hashlib.sha256(canonical.encode('utf-8')).hexdigest()[:8]}"
+
+
+class Filled(NamedTuple):
+    """fill()'s result: the filled copy and the placeholder names that were neither values nor kept."""
+
+    value: Any
+    unknown: tuple[str, ...]
+
+
+def fill(value: Any, values: Mapping[str, Any], *, keep: tuple[str, ...] = RESERVED) -> Filled:
+    """Fill ``{name}`` placeholders in every string inside nested dicts, lists and tuples.
+
+    Only ``{identifier}`` is a placeholder, so other braces (JSON in a prompt, ``{}``, ``{ x }``)
+    stay as written. A string stays a string: ``"{n}"`` with n = 42 becomes ``"42"``. Mapping keys
+    are structure and are not filled. Names in ``keep`` (the run-time placeholders by default) are
+    left for the run to fill; any other unknown name is left in place and reported.
+
+    Args:
+        value: A string, or a nested structure of dicts, lists, tuples and scalars.
+        values: Param name -> value, as instance_values returns.
+        keep: Placeholder names to leave alone without reporting them.
+
+    Returns:
+        Filled(value=the filled copy, unknown=sorted unknown placeholder names).
+    """
+    unknown: set[str] = set()
+
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name in values:
+            return str(values[name])
+        if name not in keep:
+            unknown.add(name)
+        return match.group(0)
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, str):
+            return PLACEHOLDER_RE.sub(replace, node)
+        if isinstance(node, Mapping):
+            return {key: walk(child) for key, child in node.items()}
+        if isinstance(node, list):
+            return [walk(child) for child in node]
+        if isinstance(node, tuple):
+            return tuple(walk(child) for child in node)
+        return node
+
+    return Filled(walk(value), tuple(sorted(unknown)))
+
+
+def _strings(value: Any, path: str) -> Iterator[tuple[str, str]]:
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, Mapping):
+        for key, child in value.items():
+            yield from _strings(child, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, (list, tuple)):
+        for index, child in enumerate(value):
+            yield from _strings(child, f"{path}[{index}]")
+
+
+def placeholder_problems(value: Any, names: Mapping[str, Any] | tuple[str, ...], *, where: str, keep: tuple[str, ...] = RESERVED) -> list[str]:
+    """One sentence per unknown ``{placeholder}`` in a nested value, naming its key path.
+
+    Args:
+        value: The text or structure to check (a prompt, ``verify``, ``preflight``, device checks).
+        names: The declared param names (or the declaration itself).
+        where: The key path of ``value`` (``prompt``, ``verify.screenIncludes``).
+        keep: Built-in placeholders that are allowed too.
+
+    Returns:
+        Sentences like ``verify.screenIncludes[0]: unknown placeholder {contct} (did you mean
+        {contact}?); expected a declared param (contact, amount) or {deviceSerial}, ...``.
+    """
+    declared = list(names)
+    allowed = [*declared, *keep]
+    choices = ", ".join(declared) if declared else "none declared"
+    built_in = ", ".join(f"{{{k}}}" for k in keep)
+    problems: list[str] = []
+    for path, text in _strings(value, where):
+        for name in sorted({m.group(1) for m in PLACEHOLDER_RE.finditer(text)} - set(allowed)):
+            hint = difflib.get_close_matches(name, allowed, n=1)
+            guess = f" (did you mean {{{hint[0]}}}?)" if hint else ""
+            problems.append(
+                f"{path}: unknown placeholder {{{name}}}{guess}; expected a declared param ({choices}) or {built_in}"
+            )
+    return problems

@@ -1,0 +1,117 @@
+"""Repeated run outcomes -> honest statistics: rates with Wilson intervals, pass@k, pass^k, medians, A/B tests.
+
+Pure functions on counts and metrics, standard library only (tests cross-check them with scipy).
+docs/statistics.md explains every number. The import surface is this package:
+
+    from pytest_agentbench.stats import RunOutcome, suite_stats, session_stats, compare, format_suite
+"""
+
+from __future__ import annotations
+
+from pytest_agentbench.stats.compare import (
+    DEFAULT_ALPHA,
+    DEFAULT_POWER,
+    Comparison,
+    PairTable,
+    SessionComparison,
+    compare,
+    compare_sessions,
+    detectable_difference,
+    pairable,
+    runs_needed,
+    verdict_sentence,
+)
+from pytest_agentbench.stats.exact import fisher_exact_p, mcnemar_exact_p
+from pytest_agentbench.stats.intervals import (
+    DEFAULT_LEVEL,
+    Interval,
+    check_level,
+    newcombe_interval,
+    paired_newcombe_interval,
+    regularized_beta,
+    t_quantile,
+    wilson_interval,
+    z_quantile,
+)
+from pytest_agentbench.stats.repeats import (
+    METRICS,
+    STATUSES,
+    MetricSummary,
+    RunOutcome,
+    SessionStats,
+    Status,
+    SuiteStats,
+    metrics_from_result,
+    pass_at_k,
+    pass_hat_k,
+    quantile,
+    session_stats,
+    suite_stats,
+    summarize,
+)
+from pytest_agentbench.stats.text import (
+    METRIC_LABELS,
+    comparison_lines,
+    format_difference,
+    format_metric,
+    format_metric_deltas,
+    format_p,
+    format_pass_k,
+    format_rate,
+    format_session,
+    format_suite,
+    interval_percent,
+    percent,
+    points,
+)
+
+__all__ = [
+    "DEFAULT_ALPHA",
+    "DEFAULT_LEVEL",
+    "DEFAULT_POWER",
+    "METRICS",
+    "METRIC_LABELS",
+    "STATUSES",
+    "Comparison",
+    "Interval",
+    "MetricSummary",
+    "PairTable",
+    "RunOutcome",
+    "SessionComparison",
+    "SessionStats",
+    "Status",
+    "SuiteStats",
+    "check_level",
+    "compare",
+    "compare_sessions",
+    "comparison_lines",
+    "detectable_difference",
+    "fisher_exact_p",
+    "format_difference",
+    "format_metric",
+    "format_metric_deltas",
+    "format_p",
+    "format_pass_k",
+    "format_rate",
+    "format_session",
+    "format_suite",
+    "interval_percent",
+    "mcnemar_exact_p",
+    "newcombe_interval",
+    "paired_newcombe_interval",
+    "pairable",
+    "pass_at_k",
+    "pass_hat_k",
+    "percent",
+    "points",
+    "quantile",
+    "regularized_beta",
+    "runs_needed",
+    "session_stats",
+    "suite_stats",
+    "summarize",
+    "t_quantile",
+    "verdict_sentence",
+    "wilson_interval",
+    "z_quantile",
+]
