@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
-from pytest_agentbench import params
-from pytest_agentbench.params import (
+from pytest_agentbench.suite import params
+from pytest_agentbench.suite.params import (
     DEFAULT_SEED,
     RESERVED,
     WORDS,
@@ -68,7 +68,7 @@ def test_word_list_is_pinned_and_clean():
 
 _CHILD = """
 import json, sys
-from pytest_agentbench.params import instance_values, instance_id
+from pytest_agentbench.suite.params import instance_values, instance_id
 declaration = json.loads(sys.argv[1])
 out = []
 for repeat in (1, 2, 3, 10):

@@ -18,7 +18,7 @@ import pytest
 from scipy import special
 from scipy import stats as sp
 
-from pytest_agentbench.stats import (
+from pytest_agentbench.report.stats import (
     METRICS,
     Comparison,
     Interval,

@@ -245,7 +245,7 @@ def validate(declaration: Any, where: str = "params") -> list[str]:
     """
     # suite.py owns the wording of schema errors; imported here, not at the top, because the suite
     # loader will import this module.
-    from pytest_agentbench.suite import _schema_problems
+    from pytest_agentbench.suite.load import _schema_problems
 
     if isinstance(declaration, Mapping):
         odd = [key for key in declaration if not isinstance(key, str)]

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Literal
 
-from pytest_agentbench.stats.exact import fisher_exact_p, mcnemar_exact_p
-from pytest_agentbench.stats.intervals import (
+from pytest_agentbench.report.stats.exact import fisher_exact_p, mcnemar_exact_p
+from pytest_agentbench.report.stats.intervals import (
     DEFAULT_LEVEL,
     Interval,
     check_level,
@@ -23,7 +23,7 @@ from pytest_agentbench.stats.intervals import (
     paired_newcombe_interval,
     t_quantile,
 )
-from pytest_agentbench.stats.repeats import METRICS, RunOutcome, summarize
+from pytest_agentbench.report.stats.repeats import METRICS, RunOutcome, summarize
 
 DEFAULT_ALPHA = 0.05
 DEFAULT_POWER = 0.80

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pytest_agentbench.stats.compare import Comparison
-from pytest_agentbench.stats.intervals import DEFAULT_LEVEL, Interval, wilson_interval
-from pytest_agentbench.stats.repeats import MetricSummary, SessionStats, SuiteStats
+from pytest_agentbench.report.stats.compare import Comparison
+from pytest_agentbench.report.stats.intervals import DEFAULT_LEVEL, Interval, wilson_interval
+from pytest_agentbench.report.stats.repeats import MetricSummary, SessionStats, SuiteStats
 
 METRIC_LABELS = {
     "toolCalls": "tool calls",

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pytest_agentbench.stats.intervals import DEFAULT_LEVEL, Interval, check_level, t_quantile, wilson_interval
+from pytest_agentbench.report.stats.intervals import DEFAULT_LEVEL, Interval, check_level, t_quantile, wilson_interval
 
 Status = Literal["passed", "failed", "incomplete"]
 STATUSES: tuple[str, ...] = ("passed", "failed", "incomplete")
@@ -31,7 +31,7 @@ def _is_number(value: Any) -> bool:
 class RunOutcome:
     """One run of a suite: its verdict, its metrics (missing keys: unknown) and its seeded instance id.
 
-    ``instance`` is the id of the seeded task instance (``pytest_agentbench.params.instance_id``);
+    ``instance`` is the id of the seeded task instance (``pytest_agentbench.suite.params.instance_id``);
     two sessions that ran the same instances can be compared pair by pair. Leave it ``None`` for
     runs of a suite without ``params``, whose repeats are not distinct instances.
     """

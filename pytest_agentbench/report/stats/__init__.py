@@ -3,12 +3,12 @@
 Pure functions on counts and metrics, standard library only (tests cross-check them with scipy).
 docs/statistics.md explains every number. The import surface is this package:
 
-    from pytest_agentbench.stats import RunOutcome, suite_stats, session_stats, compare, format_suite
+    from pytest_agentbench.report.stats import RunOutcome, suite_stats, session_stats, compare, format_suite
 """
 
 from __future__ import annotations
 
-from pytest_agentbench.stats.compare import (
+from pytest_agentbench.report.stats.compare import (
     DEFAULT_ALPHA,
     DEFAULT_POWER,
     Comparison,
@@ -21,8 +21,8 @@ from pytest_agentbench.stats.compare import (
     runs_needed,
     verdict_sentence,
 )
-from pytest_agentbench.stats.exact import fisher_exact_p, mcnemar_exact_p
-from pytest_agentbench.stats.intervals import (
+from pytest_agentbench.report.stats.exact import fisher_exact_p, mcnemar_exact_p
+from pytest_agentbench.report.stats.intervals import (
     DEFAULT_LEVEL,
     Interval,
     check_level,
@@ -33,7 +33,7 @@ from pytest_agentbench.stats.intervals import (
     wilson_interval,
     z_quantile,
 )
-from pytest_agentbench.stats.repeats import (
+from pytest_agentbench.report.stats.repeats import (
     METRICS,
     STATUSES,
     MetricSummary,
@@ -49,7 +49,7 @@ from pytest_agentbench.stats.repeats import (
     suite_stats,
     summarize,
 )
-from pytest_agentbench.stats.text import (
+from pytest_agentbench.report.stats.text import (
     METRIC_LABELS,
     comparison_lines,
     format_difference,
