@@ -7,15 +7,12 @@ import json
 import os
 import re
 import sys
+import time
 from collections.abc import Mapping
-from contextlib import AsyncExitStack
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
-
-import anyio
-from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from pytest_agentbench.agents.cli_options import ParsedArgs, UsageError, help_text, parse_args, split_tool_list
 from pytest_agentbench.agents.plan import (
@@ -29,13 +26,16 @@ from pytest_agentbench.agents.plan import (
     suite_package_name,
 )
 from pytest_agentbench.agents.stream import DEFAULT_MODEL, REPLAY_VERSION, StreamWriter, mcp_tool_result_shape
-from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.audit.transcript import parse_file, short_tool_name
+from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.servers.mcpclient import McpClientError, StdioClient
 
 PROGRAM = "agentbench-replay"
 # How long a server may take to start and list its tools; Claude's knob, honoured the same way.
 DEFAULT_CONNECT_TIMEOUT_S = 30.0
 DEVICE_SERIAL_VARIABLE = "AGENTBENCH_DEVICE_SERIAL"
+# A device action on a slow phone can take a while; the harness's timeoutSeconds bounds the run.
+TOOL_CALL_TIMEOUT_S = 600.0
 
 
 class ConfigProblem(Exception):
@@ -44,12 +44,12 @@ class ConfigProblem(Exception):
 
 @dataclass
 class McpServer:
-    """One configured server and, once connected, its session and tool names."""
+    """One configured server and, once connected, its client and tool names."""
 
     name: str
     config: dict[str, Any]
     status: str = "failed"
-    session: ClientSession | None = None
+    client: StdioClient | None = None
     tools: list[str] = field(default_factory=list)
 
     @property
@@ -141,35 +141,36 @@ class ReplayRun:
     max_turns: int | None
     environ: Mapping[str, str]
 
-    async def connect(self, stack: AsyncExitStack, timeout_s: float) -> None:
+    def connect(self, stack: ExitStack, timeout_s: float) -> None:
         for server in self.servers:
-            await self._connect_one(server, stack, timeout_s)
+            self._connect_one(server, stack, timeout_s)
 
-    async def _connect_one(self, server: McpServer, stack: AsyncExitStack, timeout_s: float) -> None:
+    def _connect_one(self, server: McpServer, stack: ExitStack, timeout_s: float) -> None:
         transport = server.config.get("type", "stdio")
         command = server.config.get("command")
         if transport != "stdio" or not isinstance(command, str):
             self._warn(f"MCP server {server.name!r}: only stdio servers with a 'command' can be replayed")
             return
         args = [str(arg) for arg in server.config.get("args") or []]
-        # Claude Code starts a server with its own whole environment, the config's env on top.
-        parameters = StdioServerParameters(command=command, args=args, env={**self.environ, **server.env})
-        server_stack = AsyncExitStack()
+        # Claude Code starts a server with its own whole environment, the config's env on top; in
+        # this process group, so stopping the agent's group stops the server too.
+        deadline = time.monotonic() + timeout_s
         try:
-            errlog = _file_backed(self.stderr)
-            read, write = await server_stack.enter_async_context(stdio_client(parameters, errlog=errlog))
-            session = await server_stack.enter_async_context(ClientSession(read, write))
-            with anyio.fail_after(timeout_s):
-                await session.initialize()
-                listing = await session.list_tools()
-        except Exception as exc:  # noqa: BLE001 - any startup failure is a "failed" server, as in Claude
-            self._warn(f"MCP server {server.name!r} failed to start: {exc!r}")
-            await server_stack.aclose()
+            client = StdioClient(command, args, env={**self.environ, **server.env}, errlog=_file_backed(self.stderr))
+        except McpClientError as exc:
+            self._warn(f"MCP server {server.name!r} failed to start: {exc}")
             return
-        stack.push_async_exit(server_stack)
-        server.session = session
+        try:
+            client.initialize(timeout_s=deadline - time.monotonic())
+            listing = client.list_tools(timeout_s=deadline - time.monotonic())
+        except McpClientError as exc:
+            self._warn(f"MCP server {server.name!r} failed to start: {exc}")
+            client.close()
+            return
+        stack.callback(client.close)
+        server.client = client
         server.status = "connected"
-        server.tools = [tool.name for tool in listing.tools]
+        server.tools = [tool["name"] for tool in listing]
 
     def _warn(self, message: str) -> None:
         self.stderr.write(f"{PROGRAM}: {message}\n")
@@ -198,7 +199,7 @@ class ReplayRun:
             return f"mcp__{self.servers[0].name}__{short}", self.servers[0]
         return tool, None
 
-    async def pinned_device(self) -> str | None:
+    def pinned_device(self) -> str | None:
         """The device serial the server is pinned to (its config env), else the first listed device."""
         for server in self.servers:
             if server.env.get(DEVICE_SERIAL_VARIABLE):
@@ -206,32 +207,39 @@ class ReplayRun:
         if self.environ.get(DEVICE_SERIAL_VARIABLE):
             return self.environ[DEVICE_SERIAL_VARIABLE]
         for server in self.servers:
-            if server.session is not None and "listDevices" in server.tools:
-                result = await server.session.call_tool("listDevices", {})
-                if not result.is_error:
-                    return device_from_listing(result.structured_content, _text_of(result.content))
+            if server.client is not None and "listDevices" in server.tools:
+                result = server.client.call_tool("listDevices", {}, timeout_s=TOOL_CALL_TIMEOUT_S)
+                if not result.get("isError"):
+                    return device_from_listing(result.get("structuredContent"), _text_of(result.get("content") or []))
         return None
 
-    async def play(self) -> int:
+    def play(self) -> int:
         """Play the plan; returns the exit status."""
         needs_device = self.plan.uses_placeholder("device") or any(
             "device" in step.args for step in self.plan.tool_steps if step.tool.startswith("mcp__")
         )
-        device = await self.pinned_device() if needs_device else None
+        device = self.pinned_device() if needs_device else None
         values = {"device": device, "packageName": self.plan.package_name or suite_package_name(self.environ)}
         for number, step in enumerate(self.plan.steps, start=1):
             if isinstance(step, WaitStep):
-                await anyio.sleep(step.seconds)
+                time.sleep(step.seconds)
                 continue
             if self._turns_exhausted():
                 return 1
-            await self._call(number, step, values)
+            self._think()
+            self._call(number, step, values)
         if self._turns_exhausted():
             return 1
+        self._think()
         self.writer.begin_turn()
         self.writer.text(self.plan.final)
         self.writer.result_success(self.plan.final)
         return 0
+
+    def _think(self) -> None:
+        # The plan's thinkSeconds stands in for model latency before every action and the answer.
+        if self.plan.think_seconds:
+            time.sleep(self.plan.think_seconds)
 
     def _turns_exhausted(self) -> bool:
         if self.max_turns is not None and self.writer.turns >= self.max_turns:
@@ -239,15 +247,15 @@ class ReplayRun:
             return True
         return False
 
-    async def _call(self, number: int, step: ToolStep, values: Mapping[str, str | None]) -> None:
+    def _call(self, number: int, step: ToolStep, values: Mapping[str, str | None]) -> None:
         name, server = self.resolve(step.tool)
         arguments = fill_placeholders(step.args, values)
         if step.tool.startswith("mcp__") and values.get("device") and "device" in arguments:
             # A replayed transcript names the device of its own run; this run has its own.
             arguments["device"] = values["device"]
         self.writer.begin_turn()
-        tool_use_id = self.writer.tool_use(name, arguments, server=server.name if server and server.session else None)
-        available = server is not None and server.session is not None and short_tool_name(name) in server.tools
+        tool_use_id = self.writer.tool_use(name, arguments, server=server.name if server and server.client else None)
+        available = server is not None and server.client is not None and short_tool_name(name) in server.tools
         if self.permissions.disallowed_tool(name) or not available:
             self.writer.no_such_tool(tool_use_id, name)
             errored = True
@@ -255,11 +263,15 @@ class ReplayRun:
             self.writer.deny(tool_use_id, name, arguments)
             errored = True
         else:
-            result = await server.session.call_tool(short_tool_name(name), arguments)
-            blocks = [block.model_dump(mode="json", exclude_none=True) for block in result.content]
-            content, tool_use_result = mcp_tool_result_shape(blocks, result.structured_content, result.is_error)
-            self.writer.tool_result(tool_use_id, content, tool_use_result, is_error=result.is_error)
-            errored = result.is_error
+            try:
+                result = server.client.call_tool(short_tool_name(name), arguments, timeout_s=TOOL_CALL_TIMEOUT_S)
+            except McpClientError as exc:
+                # A server that died or hung mid-run: the agent sees a failed call, as Claude's does.
+                result = {"content": [{"type": "text", "text": f"MCP server {server.name!r}: {exc}"}], "isError": True}
+            blocks = [block for block in result.get("content") or [] if isinstance(block, dict)]
+            errored = bool(result.get("isError"))
+            content, tool_use_result = mcp_tool_result_shape(blocks, result.get("structuredContent"), errored)
+            self.writer.tool_result(tool_use_id, content, tool_use_result, is_error=errored)
         if errored != step.expect_error:
             expected = "an error" if step.expect_error else "success"
             self._warn(f"step {number} ({name}): the plan expected {expected}, the call {'failed' if errored else 'succeeded'}")
@@ -276,7 +288,7 @@ def _file_backed(stream: TextIO) -> TextIO:
 
 
 def _text_of(content: list[Any]) -> str:
-    return "\n".join(getattr(block, "text", "") for block in content)
+    return "\n".join(str(block.get("text", "")) for block in content if isinstance(block, dict))
 
 
 def device_from_listing(structured: Any, text: str) -> str | None:
@@ -423,7 +435,7 @@ def run(argv: list[str], *, stdin: TextIO, stdout: TextIO, stderr: TextIO, envir
         environ=environ,
     )
     timeout_s = _connect_timeout(environ)
-    status = anyio.run(_play, replay, cwd, timeout_s)
+    status = _play(replay, cwd, timeout_s)
     if output_format != "stream-json":
         _write_summary(sink.getvalue(), output_format, stdout)  # type: ignore[union-attr]
     return status
@@ -436,15 +448,15 @@ def _connect_timeout(environ: Mapping[str, str]) -> float:
         return DEFAULT_CONNECT_TIMEOUT_S
 
 
-async def _play(replay: ReplayRun, cwd: str, timeout_s: float) -> int:
-    async with AsyncExitStack() as stack:
-        await replay.connect(stack, timeout_s)
+def _play(replay: ReplayRun, cwd: str, timeout_s: float) -> int:
+    with ExitStack() as stack:
+        replay.connect(stack, timeout_s)
         replay.writer.init(
             cwd=cwd,
             tools=replay.tool_names(),
             mcp_servers=[{"name": server.name, "status": server.status} for server in replay.servers],
         )
-        return await replay.play()
+        return replay.play()
 
 
 def _write_summary(stream_json: str, output_format: str, stdout: TextIO) -> None:

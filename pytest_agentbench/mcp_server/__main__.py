@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import resource
 import signal
 import sys
 from collections.abc import Sequence
@@ -76,7 +77,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     finally:
         server.hub.release_all()  # type: ignore[attr-defined]
+        _log_cpu()
     return 0
+
+
+def _log_cpu() -> None:
+    # Our own CPU per run is a budget (tests/perf/scale_out.py reads this line).
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    logging.getLogger("agentbench.mcp").info(
+        "agentbench-mcp exiting: cpu %.3fs (user %.3f, sys %.3f)", usage.ru_utime + usage.ru_stime, usage.ru_utime, usage.ru_stime
+    )
 
 
 if __name__ == "__main__":

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import tempfile
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
-
 from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.servers.mcpclient import McpClientError, McpTimeout, StdioClient
 
 #: Tools that never count as device use even if a server gave them a `device` property.
 NEVER_DEVICE_AWARE = frozenset({"listDevices", "setToolEnabled"})
@@ -63,17 +61,18 @@ def list_server_tools(server: Mapping[str, Any], *, environ: Mapping[str, str], 
     """
     with tempfile.TemporaryDirectory(prefix="agentbench-probe-") as scratch:
         env = {**environ, **_redirect_state(server.get("env") or {}, Path(scratch))}
-        params = StdioServerParameters(command=server["command"], args=list(server.get("args") or []), env=env, cwd=scratch)
+        command, args = server["command"], [str(arg) for arg in server.get("args") or []]
+        deadline = time.monotonic() + timeout_s
         try:
-            return asyncio.run(asyncio.wait_for(_list(params, Path(scratch)), timeout_s))
-        except (asyncio.TimeoutError, TimeoutError):
-            raise AgentbenchError(
-                f"the MCP server `{server['command']}` did not list its tools within {timeout_s:.0f}s"
-            ) from None
-        except Exception as exc:  # noqa: BLE001 - any start-up failure is the same story for the user
-            raise AgentbenchError(
-                f"could not list the tools of the MCP server `{server['command']} {' '.join(server.get('args') or [])}`: {exc}"
-            ) from None
+            with open(Path(scratch) / "server.stderr", "w") as errlog:
+                with StdioClient(command, args, env=env, cwd=scratch, errlog=errlog) as client:
+                    client.initialize(timeout_s=deadline - time.monotonic())
+                    listing = client.list_tools(timeout_s=deadline - time.monotonic())
+        except McpTimeout:
+            raise AgentbenchError(f"the MCP server `{command}` did not list its tools within {timeout_s:.0f}s") from None
+        except McpClientError as exc:
+            raise AgentbenchError(f"could not list the tools of the MCP server `{command} {' '.join(args)}`: {exc}") from None
+    return [(tool["name"], dict(tool.get("inputSchema") or {})) for tool in listing]
 
 
 def _redirect_state(server_env: Mapping[str, str], scratch: Path) -> dict[str, str]:
@@ -87,15 +86,6 @@ def _redirect_state(server_env: Mapping[str, str], scratch: Path) -> dict[str, s
         else:
             redirected[name] = value
     return redirected
-
-
-async def _list(params: StdioServerParameters, scratch: Path) -> list[tuple[str, dict]]:
-    with open(scratch / "server.stderr", "w") as errlog:
-        async with stdio_client(params, errlog=errlog) as (read, write):
-            async with ClientSession(read, write) as session:
-                await session.initialize()
-                listing = await session.list_tools()
-    return [(tool.name, dict(tool.input_schema or {})) for tool in listing.tools]
 
 
 def probe_device_aware_tools(mcp_config: Mapping[str, Any], *, environ: Mapping[str, str] | None = None) -> frozenset[str]:
