@@ -20,6 +20,7 @@ from pytest_agentbench.run.artifacts import PrivateDaemon, new_run_dir
 from pytest_agentbench.run.preflight import PreflightResult, run_preflight
 from pytest_agentbench.session import session_key
 from pytest_agentbench.suite import AppSpec, PreflightSpec, Suite, app_spec, preflight_spec
+from pytest_agentbench.warm.launch import SOCKET_VARIABLE
 
 
 def _worker_share(count: int, config: pytest.Config) -> int:
@@ -56,6 +57,7 @@ def agentbench_devices(request: pytest.FixtureRequest) -> Iterator[DevicePool]:
 
 
 _controller_adb_key = pytest.StashKey["Adb"]()
+_warm_key = pytest.StashKey["WarmStarts"]()
 
 
 def _distributes(config: pytest.Config) -> bool:
@@ -63,9 +65,10 @@ def _distributes(config: pytest.Config) -> bool:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
+    config = session.config
+    start_warm_starts(config)
     # Under xdist every worker would race to start (and later kill) a shared adb server; the
     # controller owns it instead, so no worker stops it under a sibling's feet.
-    config = session.config
     options = config.stash[session_key].options
     if not _distributes(config) or options.dry_run or not parse_device_option(options.device)[0]:
         return
@@ -78,6 +81,32 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     adb = config.stash.get(_controller_adb_key, None)
     if adb is not None:
         adb.kill_server()
+    warm = config.stash.get(_warm_key, None)
+    if warm is not None:
+        os.environ.pop(SOCKET_VARIABLE, None)
+        warm.stop()
+
+
+def start_warm_starts(config: pytest.Config) -> None:
+    """Start the session's warm-start server when runs will start our Python programs.
+
+    One per session, owned by the controller under xdist (workers inherit the variable), started
+    before the workers are. Skipped when nothing runs (dry run, collect-only, re-render), when
+    neither the built-in server nor the replay agent is used, or when turned off in the ini.
+    """
+    session = config.stash[session_key]
+    options = session.options
+    if hasattr(config, "workerinput") or SOCKET_VARIABLE in os.environ or not options.warm_start:
+        return
+    if options.dry_run or options.from_results or config.option.collectonly:
+        return
+    if session.profile.name != "agentbench" and Path(options.claude).name != "agentbench-replay":
+        return
+    from pytest_agentbench.warm.forkserver import start_fork_server
+
+    warm = config.stash[_warm_key] = start_fork_server()
+    # The agent inherits this process's environment, and the server the agent's.
+    os.environ[SOCKET_VARIABLE] = str(warm.socket_path)
 
 
 @pytest.fixture

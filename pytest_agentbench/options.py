@@ -105,6 +105,10 @@ def add_options(parser: pytest.Parser) -> None:
         help="MCP server profile the agent gets: agentbench, auto-mobile or mobile-mcp",
     )
     parser.addini(
+        "agentbench_warm_start", type="bool", default=True,
+        help="Start the built-in MCP server and the replay agent from a pre-imported interpreter (saves their start-up CPU)",
+    )
+    parser.addini(
         "agentbench_automobile_dir", default="",
         help="AutoMobile checkout (holding dist/src/index.js) for agentbench_server = auto-mobile, relative to the rootdir",
     )
@@ -127,6 +131,7 @@ class AgentbenchOptions:
     from_results: tuple[Path, ...] = ()
     record_baseline: bool = False
     update_suites: bool = False
+    warm_start: bool = True
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> AgentbenchOptions:
@@ -169,4 +174,5 @@ class AgentbenchOptions:
             from_results=tuple((invocation_dir / p).absolute() for p in config.getoption("agentbench_from_result") or ()),
             record_baseline=record_baseline,
             update_suites=update_suites,
+            warm_start=bool(config.getini("agentbench_warm_start")),
         )

@@ -24,7 +24,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 )
 # Products that stand alone: they may use the stages (the MCP server drives devices, the agents
 # parse transcripts), but no stage below the glue may depend on them.
-PRODUCTS = ("sim", "mcp_server", "agents")
+PRODUCTS = ("sim", "mcp_server", "agents", "warm")
 GLUE = LAYERS[-1]
 
 

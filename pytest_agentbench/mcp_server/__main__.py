@@ -1,4 +1,9 @@
-"""Process environment -> a running agentbench-mcp stdio server that logs to AGENTBENCH_LOG_DIR."""
+"""Process environment -> a running agentbench-mcp stdio server that logs to AGENTBENCH_LOG_DIR.
+
+`python -m pytest_agentbench.mcp_server` (the agentbench profile's command) first offers the run
+to the session's warm-start server (pytest_agentbench.warm), so the MCP SDK is imported here
+only when there is none; the server itself is `main`.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +13,10 @@ import signal
 import sys
 from collections.abc import Sequence
 from types import FrameType
+from typing import TYPE_CHECKING
 
-from pytest_agentbench.mcp_server.config import ServerConfig
-from pytest_agentbench.mcp_server.server import build_server
+if TYPE_CHECKING:
+    from pytest_agentbench.mcp_server.config import ServerConfig
 
 LOG_FILE_NAME = "agentbench-mcp.log"
 
@@ -61,6 +67,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"agentbench-mcp: unexpected arguments {' '.join(args)!r}; configure it through the environment "
               "(see --help)", file=sys.stderr)
         return 2
+    from pytest_agentbench.mcp_server.config import ServerConfig
+    from pytest_agentbench.mcp_server.server import build_server
+
     config = ServerConfig.from_environ()
     _configure_logging(config)
     for directory in (config.data_dir, config.db_dir, config.socket_dir):
@@ -90,4 +99,6 @@ def _log_cpu() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from pytest_agentbench.warm.entry import mcp
+
+    sys.exit(mcp())
