@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from pytest_agentbench.device.adb import Adb, AdbEndpoint
-from pytest_agentbench.device.pool import ClaimedDevice, DevicePool, ensure_server, share_of
-from pytest_agentbench.device.selection import check_no_ios_devices, choose_devices, parse_device_option
+from pytest_agentbench.device.claimlog import CLAIM_LOG_NAME
+from pytest_agentbench.device.pool import ClaimedDevice, DevicePool, candidates_for, ensure_server, share_of
+from pytest_agentbench.device.selection import DeviceEntry, check_no_ios_devices, parse_device_entries, parse_device_option
 from pytest_agentbench.run.artifacts import PrivateDaemon, new_run_dir
 from pytest_agentbench.run.preflight import PreflightResult, run_preflight
 from pytest_agentbench.session import session_key
@@ -36,19 +37,24 @@ def _worker_share(count: int, config: pytest.Config) -> int:
 def agentbench_devices(request: pytest.FixtureRequest) -> Iterator[DevicePool]:
     """The session's device pool; with `--device sim[:N]` it starts (and later stops) simulated phones."""
     session = request.config.stash[session_key]
-    sim_count, named = parse_device_option(session.options.device)
+    sim_count, entries = parse_device_entries(session.options.device)
     adb = Adb(AdbEndpoint.from_environ())
-    started_server = ensure_server(adb)
+    # Only a session that uses its own adb server may start one (devices all named on other servers need none).
+    uses_own_server = bool(sim_count) or not entries or any(entry.endpoint is None for entry in entries)
+    started_server = ensure_server(adb) if uses_own_server else False
     fleet = None
     try:
         if sim_count:
             from pytest_agentbench.sim.fleet import SimFleet
 
             fleet = SimFleet(count=_worker_share(sim_count, request.config), adb=adb)
-            named = tuple(fleet.serials)
+            entries = tuple(DeviceEntry(serial) for serial in fleet.serials)
         check_no_ios_devices()
-        candidates = choose_devices(adb.devices(), named=named, pinnable=session.profile.pinnable)
-        yield DevicePool(adb=adb, candidates=candidates, pinnable=session.profile.pinnable, fleet=fleet)
+        candidates = candidates_for(adb, entries, pinnable=session.profile.pinnable)
+        yield DevicePool(
+            adb=adb, candidates=candidates, pinnable=session.profile.pinnable, fleet=fleet,
+            claim_log=session.options.output / CLAIM_LOG_NAME,
+        )
     finally:
         if fleet is not None:
             fleet.stop()
@@ -110,9 +116,9 @@ def start_warm_starts(config: pytest.Config) -> None:
 
 
 @pytest.fixture
-def agentbench_device(agentbench_devices: DevicePool) -> Iterator[ClaimedDevice]:
+def agentbench_device(request: pytest.FixtureRequest, agentbench_devices: DevicePool) -> Iterator[ClaimedDevice]:
     """A device for this test: ownership checked, benchmark lock held, allocation claim held."""
-    with agentbench_devices.claim() as device:
+    with agentbench_devices.claim(holder=request.node.nodeid) as device:
         yield device
 
 

@@ -66,7 +66,7 @@ def run_suite_item(item: SuiteItem) -> None:
         run = measure_run(
             suite=item.suite, device=device, run_dir=run_dir, daemon=daemon,
             preflight=item.funcargs["agentbench_preflight"], options=options, profile=session.profile,
-            cache=session_cache(item.config), environ=dict(os.environ), project_root=item.config.rootpath,
+            cache=session_cache(item.config), environ=device.environ(os.environ), project_root=item.config.rootpath,
             nodeid=item.nodeid,
         )
         result, transcript = conclude(item.config, run, result_path=RunArtifacts(run_dir).result)
@@ -114,6 +114,7 @@ def conclude(config: pytest.Config, run: Run, *, result_path: Path, saved: dict[
         baseline_tool_sequence=suite.baseline_tool_sequence, snippet_path=snippet_path,
         snippet_blockers=blockers, audit_inputs=audit_inputs(run),
         preflight_round_trips=run.preflight_round_trips, environ=environ,
+        instance=suite.instance.to_json() if suite.instance is not None else None,
     )
     if saved is not None:
         result["rerendered"] = {"scoringCode": scoring_code_digest(), "verdictWhenRecorded": saved.get("verdict")}
@@ -129,7 +130,8 @@ def _fingerprints(session: Any, run: Run, transcript: Transcript) -> dict[str, A
     )
     return {
         "appBuild": dict(run.app_build),
-        "suiteDigest": suite_digest(run.suite.raw, prompt_text=run.suite.prompt_text, model_override=session.options.model),
+        # The declaration, not the instance's values: seeded instances of a suite share one digest.
+        "suiteDigest": suite_digest(run.suite.declared.raw, prompt_text=run.suite.declared.prompt_text, model_override=session.options.model),
         "deviceFingerprint": dict(run.device_fingerprint),
         "claudeCodeVersion": cli_version,
         "serverBuild": run.server_build or UNKNOWN,

@@ -11,6 +11,7 @@ from pytest_agentbench.device.uiautomator import parse_hierarchy
 from pytest_agentbench.errors import AgentbenchError, SavedRunError
 from pytest_agentbench.run.record import ProcessOutcome, Run, ScreenSnapshot
 from pytest_agentbench.suite import load_suite
+from pytest_agentbench.suite.instance import instantiate
 
 
 def resolve_result_path(path: Path) -> Path:
@@ -89,6 +90,14 @@ def load_run(result_path: Path, rootdir: Path) -> tuple[Run, dict[str, Any]]:
         suite = load_suite(Path(saved["suiteFile"]), rootdir)
     except AgentbenchError as exc:
         raise SavedRunError(f"the suite of {run_dir} no longer loads: {exc}") from None
+    instance = saved.get("instance") or {}
+    if instance.get("repeat"):
+        # The same seeded instance the run was: its values fill the verify strings again.
+        try:
+            values = instance.get("values") if isinstance(instance.get("values"), dict) else None
+            suite = instantiate(suite, seed=int(instance.get("seed") or 0), repeat=int(instance["repeat"]), values=values)
+        except (TypeError, ValueError) as exc:
+            raise SavedRunError(f"{result_path}: its instance {instance!r} cannot be made again: {exc}") from None
     inputs = saved.get("auditInputs") or {}
     legacy_screen = (saved.get("screen") or {}).get("unavailableReason")
     fingerprints = saved.get("fingerprints") or {}

@@ -44,13 +44,15 @@ class Instance:
         }
 
 
-def instantiate(suite: Suite, *, seed: int = DEFAULT_SEED, repeat: int = 1) -> Suite:
+def instantiate(suite: Suite, *, seed: int = DEFAULT_SEED, repeat: int = 1, values: Mapping[str, str | int] | None = None) -> Suite:
     """The suite of one seeded instance: values drawn, placeholders filled, typed specs rebuilt.
 
     Args:
         suite: The suite as loaded (validated, so every placeholder is declared or run-time).
         seed: The session seed (``--agentbench-seed``).
         repeat: The repeat index, 1 for ``r1``.
+        values: Recorded values to use instead of drawing them (a saved run re-rendered: the run
+            is judged on what it was asked, even if the declaration changed since).
 
     Returns:
         A Suite whose ``instance`` says which instance it is and whose ``template`` is the suite
@@ -60,7 +62,11 @@ def instantiate(suite: Suite, *, seed: int = DEFAULT_SEED, repeat: int = 1) -> S
         ValueError: A bad seed or repeat index (the suite itself was validated on load).
     """
     declared = suite.declared
-    values = params.instance_values(declared.raw.get("params"), seed=seed, suite=declared.name, repeat=repeat)
+    if values is None:
+        values = params.instance_values(declared.raw.get("params"), seed=seed, suite=declared.name, repeat=repeat)
+    else:
+        params.instance_values(None, seed=seed, suite=declared.name, repeat=repeat)  # the same checks of seed and repeat
+        values = dict(values)
     instance = Instance(repeat=repeat, seed=seed, id=params.instance_id(repeat, values), values=values)
     if not values:
         return replace(declared, instance=instance, template=declared)
@@ -78,3 +84,16 @@ def fill_mapping(raw: Mapping[str, Any], values: Mapping[str, Any]) -> dict[str,
         # Only claude.appendSystemPrompt is fillable inside `claude`; its other keys are kept.
         data[key] = {**raw[key], **value} if key == "claude" else value
     return data
+
+
+def item_name(suite: Suite, *, repeats: int) -> str:
+    """The pytest item name of an instance: the suite name, with `[<instance id>]` when there are repeats or params.
+
+    A single run of a suite without params keeps the plain name (`wifi-on`), so node ids of
+    ordinary sessions do not change; every other run names its instance (`bug-repro[r3]`,
+    `contacts-add[r3-42-Bob]`).
+    """
+    instance = suite.instance
+    if instance is None or (repeats <= 1 and not instance.values):
+        return suite.name
+    return f"{suite.name}[{instance.id}]"
