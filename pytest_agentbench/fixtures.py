@@ -23,6 +23,9 @@ from pytest_agentbench.session import session_key
 from pytest_agentbench.suite import AppSpec, PreflightSpec, Suite, app_spec, preflight_spec
 from pytest_agentbench.warm.launch import SOCKET_VARIABLE
 
+#: The warm-start server's log under the artifact root: each program it ran, its exit and CPU.
+WARM_LOG_NAME = "warm-starts.log"
+
 
 def _worker_share(count: int, config: pytest.Config) -> int:
     # Each xdist worker starts its share of the simulated phones.
@@ -110,7 +113,7 @@ def start_warm_starts(config: pytest.Config) -> None:
         return
     from pytest_agentbench.warm.forkserver import start_fork_server
 
-    warm = config.stash[_warm_key] = start_fork_server()
+    warm = config.stash[_warm_key] = start_fork_server(log_path=options.output / WARM_LOG_NAME)
     # The agent inherits this process's environment, and the server the agent's.
     os.environ[SOCKET_VARIABLE] = str(warm.socket_path)
 

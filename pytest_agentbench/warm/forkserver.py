@@ -29,6 +29,7 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,9 +59,10 @@ class _Child:
 class ForkServer:
     """The server loop: one listening socket, one connection per running child, SIGCHLD as a wake-up."""
 
-    def __init__(self, path: Path, log: io.TextIOBase) -> None:
+    def __init__(self, path: Path, log: io.TextIOBase, programs: dict[str, str] | None = None) -> None:
         self.path = path
         self.log = log
+        self.programs = {**PROGRAMS, **(programs or {})}
         self.children: dict[int, _Child] = {}
         self.selector = selectors.DefaultSelector()
         self.stopping = False
@@ -150,7 +152,7 @@ class ForkServer:
         _send(conn, {"pid": pid})
 
     def _check(self, conn: socket.socket, request: dict) -> str | None:
-        if request.get("program") not in PROGRAMS:
+        if request.get("program") not in self.programs:
             return f"unknown program {request.get('program')!r}"
         if request.get("package") != package_root():
             # Another checkout's launcher: this server's code is not its code.
@@ -189,7 +191,7 @@ class ForkServer:
             sys.stdin = open(0, "r", encoding="utf-8", closefd=False)  # noqa: SIM115 - the process's own stdio
             sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
             sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)  # noqa: SIM115
-            module, _, function = PROGRAMS[request["program"]].partition(":")
+            module, _, function = self.programs[request["program"]].partition(":")
             try:
                 result = getattr(importlib.import_module(module), function)()
                 code = result if isinstance(result, int) else 0
@@ -279,14 +281,15 @@ def _read_request(conn: socket.socket) -> tuple[dict, list[int]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m pytest_agentbench.warm.forkserver SOCKET`: preload the programs, then serve."""
+    """`python -m pytest_agentbench.warm.forkserver SOCKET [NAME=MODULE:FUNCTION ...]`: preload the programs, then serve."""
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        sys.stderr.write("usage: python -m pytest_agentbench.warm.forkserver SOCKET_PATH\n")
+    extra = dict(arg.split("=", 1) for arg in args[1:] if "=" in arg)
+    if not args or len(extra) != len(args) - 1:
+        sys.stderr.write("usage: python -m pytest_agentbench.warm.forkserver SOCKET_PATH [NAME=MODULE:FUNCTION ...]\n")
         return 2
-    for module in PRELOAD:
+    for module in (*PRELOAD, *(target.partition(":")[0] for target in extra.values())):
         importlib.import_module(module)
-    ForkServer(Path(args[0]), sys.stderr).serve()
+    ForkServer(Path(args[0]), sys.stderr, extra).serve()
     return 0
 
 
@@ -300,11 +303,8 @@ class WarmStarts:
     socket_path: Path
     process: subprocess.Popen
     directory: Path
+    log_path: Path
     _stopped: bool = False
-
-    @property
-    def log_path(self) -> Path:
-        return self.directory / LOG_NAME
 
     def environ(self) -> dict[str, str]:
         """The variable that sends launchers here."""
@@ -338,16 +338,28 @@ class WarmStarts:
             stop_group(self.process.pid)
         with contextlib.suppress(OSError):
             self.socket_path.unlink()
+        with contextlib.suppress(OSError):
+            self.directory.rmdir()
 
 
-def start_fork_server(directory: Path | None = None) -> WarmStarts:
+def start_fork_server(
+    directory: Path | None = None,
+    *,
+    log_path: Path | None = None,
+    programs: Mapping[str, str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> WarmStarts:
     """Start a fork server in its own process group; it is ready once `wait_ready()` says so.
 
     Launchers that come before it is ready find no socket and run their program in process, so
     the caller need not wait. `stop()` (also registered at exit) ends it and its programs.
 
     Args:
-        directory: A private directory for the socket and the log (default: a new temp dir, 0700).
+        directory: A private directory for the socket (default: a new temp dir, 0700; a Unix
+            socket path must stay short, so not under a deep artifact root).
+        log_path: Where the server logs each program's exit and CPU (default: in `directory`).
+        programs: More programs to serve, name -> "module:function" (tests).
+        env: The server's environment (default ours); programs get their launcher's.
 
     Returns:
         The handle.
@@ -356,13 +368,16 @@ def start_fork_server(directory: Path | None = None) -> WarmStarts:
     directory.mkdir(parents=True, exist_ok=True)
     os.chmod(directory, 0o700)
     socket_path = directory / SOCKET_NAME
-    with open(directory / LOG_NAME, "a", encoding="utf-8") as log:
+    log_path = Path(log_path) if log_path is not None else directory / LOG_NAME
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    extra = [f"{name}={target}" for name, target in (programs or {}).items()]
+    with open(log_path, "a", encoding="utf-8") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "pytest_agentbench.warm.forkserver", str(socket_path)],
+            [sys.executable, "-m", "pytest_agentbench.warm.forkserver", str(socket_path), *extra],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True,
-            env={key: value for key, value in os.environ.items() if key != SOCKET_VARIABLE},
+            env={key: value for key, value in (os.environ if env is None else env).items() if key != SOCKET_VARIABLE},
         )
-    handle = WarmStarts(socket_path=socket_path, process=process, directory=directory)
+    handle = WarmStarts(socket_path=socket_path, process=process, directory=directory, log_path=log_path)
     atexit.register(handle.stop)
     return handle
 

@@ -180,8 +180,10 @@ def handoff(program: str, argv: Sequence[str] | None = None, *, environ: Mapping
         sys.stderr.write(f"{program}: the warm-start server went away while the program ran\n")
         return 1
     if ended.get("signal"):
-        signal.signal(int(ended["signal"]), signal.SIG_DFL)
-        os.kill(os.getpid(), int(ended["signal"]))
+        signum = int(ended["signal"])
+        if signum not in (signal.SIGKILL, signal.SIGSTOP):  # the two that have no handler to reset
+            signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
     return int(ended.get("exit", 1))
 
 
