@@ -6,6 +6,7 @@ directories in `run/artifacts.py`, preflight in `run/preflight.py`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from collections.abc import Callable, Iterator
@@ -47,17 +48,18 @@ def agentbench_devices(request: pytest.FixtureRequest) -> Iterator[DevicePool]:
     started_server = ensure_server(adb) if uses_own_server else False
     fleet = None
     try:
-        if sim_count:
-            from pytest_agentbench.sim.fleet import SimFleet
+        with warm_starts(request.config):
+            if sim_count:
+                from pytest_agentbench.sim.fleet import SimFleet
 
-            fleet = SimFleet(count=_worker_share(sim_count, request.config), adb=adb)
-            entries = tuple(DeviceEntry(serial) for serial in fleet.serials)
-        check_no_ios_devices()
-        candidates = candidates_for(adb, entries, pinnable=session.profile.pinnable)
-        yield DevicePool(
-            adb=adb, candidates=candidates, pinnable=session.profile.pinnable, fleet=fleet,
-            claim_log=session.options.output / CLAIM_LOG_NAME,
-        )
+                fleet = SimFleet(count=_worker_share(sim_count, request.config), adb=adb)
+                entries = tuple(DeviceEntry(serial) for serial in fleet.serials)
+            check_no_ios_devices()
+            candidates = candidates_for(adb, entries, pinnable=session.profile.pinnable)
+            yield DevicePool(
+                adb=adb, candidates=candidates, pinnable=session.profile.pinnable, fleet=fleet,
+                claim_log=session.options.output / CLAIM_LOG_NAME,
+            )
     finally:
         if fleet is not None:
             fleet.stop()
@@ -66,7 +68,6 @@ def agentbench_devices(request: pytest.FixtureRequest) -> Iterator[DevicePool]:
 
 
 _controller_adb_key = pytest.StashKey["Adb"]()
-_warm_key = pytest.StashKey["WarmStarts"]()
 
 
 def _distributes(config: pytest.Config) -> bool:
@@ -75,7 +76,6 @@ def _distributes(config: pytest.Config) -> bool:
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     config = session.config
-    start_warm_starts(config)
     # Under xdist every worker would race to start (and later kill) a shared adb server; the
     # controller owns it instead, so no worker stops it under a sibling's feet.
     options = config.stash[session_key].options
@@ -90,32 +90,37 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     adb = config.stash.get(_controller_adb_key, None)
     if adb is not None:
         adb.kill_server()
-    warm = config.stash.get(_warm_key, None)
-    if warm is not None:
-        os.environ.pop(SOCKET_VARIABLE, None)
-        warm.stop()
 
 
-def start_warm_starts(config: pytest.Config) -> None:
-    """Start the session's warm-start server when runs will start our Python programs.
+@contextlib.contextmanager
+def warm_starts(config: pytest.Config) -> Iterator[None]:
+    """The warm-start server for this process's runs, while they run (see pytest_agentbench.warm).
 
-    One per session, owned by the controller under xdist (workers inherit the variable), started
-    before the workers are. Skipped when nothing runs (dry run, collect-only, re-render), when
-    neither the built-in server nor the replay agent is used, or when turned off in the ini.
+    Started with the device pool, so only a session that runs something pays for it (one per
+    xdist worker), and only when a run starts our Python programs: the built-in MCP server or
+    the replay agent. The agent inherits the variable from this process's environment, and the
+    agent's MCP server from the agent. Off with the ini option `agentbench_warm_start = false`.
     """
     session = config.stash[session_key]
     options = session.options
-    if hasattr(config, "workerinput") or SOCKET_VARIABLE in os.environ or not options.warm_start:
-        return
-    if options.dry_run or options.from_results or config.option.collectonly:
-        return
-    if session.profile.name != "agentbench" and Path(options.claude).name != "agentbench-replay":
+    uses_ours = session.profile.name == "agentbench" or Path(options.claude).name == "agentbench-replay"
+    if not options.warm_start or not uses_ours:
+        yield
         return
     from pytest_agentbench.warm.forkserver import start_fork_server
 
-    warm = config.stash[_warm_key] = start_fork_server(log_path=options.output / WARM_LOG_NAME)
-    # The agent inherits this process's environment, and the server the agent's.
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    warm = start_fork_server(log_path=options.output / (f"warm-starts-{worker}.log" if worker else WARM_LOG_NAME))
+    previous = os.environ.get(SOCKET_VARIABLE)
     os.environ[SOCKET_VARIABLE] = str(warm.socket_path)
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(SOCKET_VARIABLE, None)
+        else:
+            os.environ[SOCKET_VARIABLE] = previous
+        warm.stop()
 
 
 @pytest.fixture
