@@ -115,7 +115,7 @@ def report(results: list[Measured]) -> tuple[str, list[str]]:
     serial = next(m for m in results if m.phones == min(r.phones for r in results))
     rows = [
         [m.phones, f"{m.wall_s:.1f}", f"{serial.wall_s / m.wall_s:.2f}x", f"{m.cpu_s / m.runs:.2f}", f"{m.pytest_s / m.runs:.2f}",
-         f"{m.server_s / m.runs:.2f}", f"{m.agent_s / m.runs:.2f}", str(m.warm_programs)]
+         f"{m.server_s / m.runs:.2f}", f"{m.agent_s / m.runs:.2f}" if m.warm_programs else "-", str(m.warm_programs)]
         for m in results
     ]
     headers = ["phones", "wall s", "speedup", "CPU s/run", "pytest", "server", "agent", "warm starts"]
@@ -142,7 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(f"{args.runs} runs of bug-repro, think time {args.think:g}s per step, warm starts {'off' if args.no_warm else 'on'}")
     print(table)
-    print("CPU columns are seconds per run: pytest = everything but the runs' MCP servers and agents;")
+    print("CPU columns are seconds per run: pytest = everything but the runs' MCP servers and agents")
+    print("(agents started cold are not told apart: '-', their CPU is in pytest);")
     print("warm starts = programs the warm-start servers ran (each run's agent and MCP server, each worker's tools/list probe)")
     for problem in missed:
         print(f"MISSED: {problem}")
