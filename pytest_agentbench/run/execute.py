@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.errors import AgentbenchError, AgentProcessError
 from pytest_agentbench.run.artifacts import PrivateDaemon, RunArtifacts, write_run_files
 from pytest_agentbench.run.fingerprints import requested_model
 from pytest_agentbench.run.invocation import Invocation, InvocationOptions, build_invocation
@@ -101,7 +101,7 @@ def measure_run(
         The Run record, ready for `audit_run`.
 
     Raises:
-        PreflightError, DeviceUnavailable, AgentProcessError: The run could not start.
+        PreflightError, DeviceUnavailable: The device could not be put into the start state.
     """
     artifacts = RunArtifacts(run_dir)
     prepared = preflight(suite, run_dir=run_dir)
@@ -115,11 +115,21 @@ def measure_run(
         tools, probe_error = device_aware_tools(cache, invocation, environ)
         device.hand_over()
         started_at = now()
-        agent = run_agent(
-            invocation.argv, env=invocation.env, cwd=workdir, prompt=invocation.prompt,
-            stdout_path=artifacts.transcript, stderr_path=artifacts.stderr,
-            timeout_s=suite.claude.timeout_seconds,
-        )
+        try:
+            agent = run_agent(
+                invocation.argv, env=invocation.env, cwd=workdir, prompt=invocation.prompt,
+                stdout_path=artifacts.transcript, stderr_path=artifacts.stderr,
+                timeout_s=suite.claude.timeout_seconds,
+            )
+            process = ProcessOutcome(
+                exit_code=agent.exit_code, timed_out=agent.timed_out, signal=agent.signal,
+                wall_clock_seconds=agent.wall_clock_seconds,
+            )
+        except AgentProcessError as never_started:
+            # A harness or setup problem (a wrong --claude), not an agent that failed: the run is
+            # incomplete, so repeat statistics never count it against the agent.
+            process = ProcessOutcome(exit_code=None, timed_out=False, signal=None, wall_clock_seconds=0.0,
+                                     stopped_because=f"the agent never started: {never_started}")
         finished_at = now()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -129,10 +139,7 @@ def measure_run(
     return Run(
         suite=suite,
         run_dir=run_dir,
-        process=ProcessOutcome(
-            exit_code=agent.exit_code, timed_out=agent.timed_out, signal=agent.signal,
-            wall_clock_seconds=agent.wall_clock_seconds,
-        ),
+        process=process,
         screen=screen,
         device_aware_tools=tools,
         probe_error=probe_error,
