@@ -30,8 +30,12 @@ if TYPE_CHECKING:
     from pytest_agentbench.suite import Suite
 
 
-def device_aware_tools(cache: dict, invocation: Invocation, environ: Mapping[str, str]) -> tuple[frozenset[str], str | None]:
+def device_aware_tools(cache: dict, invocation: Invocation) -> tuple[frozenset[str], str | None]:
     """The server's device-aware tools, from its own `tools/list`, fetched once per session.
+
+    The probe starts the server with exactly the environment the agent's server gets (the
+    agent's scrubbed environment under the MCP config's `env`), so an inherited variable that
+    changes the toolset (AUTOMOBILE_DISABLED_TOOLS) cannot make the two disagree.
 
     A server that cannot list its tools (its command is missing, it crashes at start) yields no
     device-aware tools and the reason, and the run goes on: the agent's init event then reports
@@ -42,7 +46,7 @@ def device_aware_tools(cache: dict, invocation: Invocation, environ: Mapping[str
     key = ("tools", name)
     if key not in cache:
         try:
-            cache[key] = probe_device_aware_tools(invocation.mcp_config, environ=environ)
+            cache[key] = probe_device_aware_tools(invocation.mcp_config, environ=invocation.env)
         except AgentbenchError as exc:
             return frozenset(), str(exc)
     return cache[key], None
@@ -112,7 +116,7 @@ def measure_run(
             workdir=workdir, serial=device.serial, environ=environ, private_dirs=daemon.dirs,
         )
         write_run_files(artifacts, invocation)
-        tools, probe_error = device_aware_tools(cache, invocation, environ)
+        tools, probe_error = device_aware_tools(cache, invocation)
         device.hand_over()
         started_at = now()
         try:
