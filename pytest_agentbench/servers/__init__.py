@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -39,6 +39,8 @@ class ServerProfile:
         instructions_env: The variable set to ``1`` by ``--server-instructions``, if the server
             has an instructions switch.
         fixed_env: Variables always set in the server's environment.
+        stale_build: Says why the server's build is older than its sources (None when it is
+            not), for servers that run from a build; a stale build is refused, never measured.
     """
 
     name: str
@@ -51,6 +53,7 @@ class ServerProfile:
     pin_env: str | None = None
     instructions_env: str | None = None
     fixed_env: Mapping[str, str] = field(default_factory=_frozen)
+    stale_build: Callable[[], str | None] | None = None
 
     def scrubs(self, variable: str) -> bool:
         """Tell whether an inherited variable must be removed before the run.
@@ -115,6 +118,41 @@ def agentbench_profile() -> ServerProfile:
     )
 
 
+AUTOMOBILE_BUILD_COMMAND = "bun run build"
+
+
+def automobile_stale_build(checkout: Path) -> str | None:
+    """Why an AutoMobile checkout's `dist/src/index.js` cannot be benchmarked, or None.
+
+    The device-use check classifies tools from the server's own listing while the run executes
+    the build, so a build older than any file in `src/` or `schemas/tool-definitions.json` would
+    measure code that is not the checkout's (seed 000).
+
+    Args:
+        checkout: The AutoMobile repository checkout.
+
+    Returns:
+        A sentence naming the newest source file and the build command, or None when the build
+        is newer than every source (or there are no sources to compare with).
+    """
+    checkout = Path(checkout)
+    index = checkout / "dist" / "src" / "index.js"
+    sources = [path for path in (checkout / "src").rglob("*") if path.is_file()] if (checkout / "src").is_dir() else []
+    schema = checkout / "schemas" / "tool-definitions.json"
+    if schema.is_file():
+        sources.append(schema)
+    if not sources:
+        return None
+    newest = max(sources, key=lambda path: path.stat().st_mtime)
+    if not index.is_file():
+        return (f"the AutoMobile checkout {checkout} is not built ({index} is missing); "
+                f"run `{AUTOMOBILE_BUILD_COMMAND}` in {checkout} first")
+    if newest.stat().st_mtime > index.stat().st_mtime:
+        return (f"the AutoMobile build {index} is older than {newest.relative_to(checkout)}; "
+                f"run `{AUTOMOBILE_BUILD_COMMAND}` in {checkout} so the run measures the checkout's code")
+    return None
+
+
 def auto_mobile_profile(checkout: Path) -> ServerProfile:
     """AutoMobile's MCP server run from a built checkout (``node dist/src/index.js``).
 
@@ -145,6 +183,7 @@ def auto_mobile_profile(checkout: Path) -> ServerProfile:
             str(checkout / "package.json"),
         ),
         pinnable=False,
+        stale_build=lambda: automobile_stale_build(checkout),
     )
 
 
