@@ -136,6 +136,20 @@ while time.monotonic() < deadline:
 time.sleep(PARAMS.get("after_s", 1.0))
 answer(PARAMS["final"])
 """,
+    # Writes where it runs and every CLAUDE.md in that directory or above it, then answers.
+    "report-cwd": """
+here = os.getcwd()
+found = []
+path = here
+while True:
+    if os.path.isfile(os.path.join(path, "CLAUDE.md")):
+        found.append(os.path.join(path, "CLAUDE.md"))
+    if os.path.dirname(path) == path:
+        break
+    path = os.path.dirname(path)
+mark(PARAMS["marker"], cwd=here, claude_md_above=found)
+answer(PARAMS["final"])
+""",
     # Writes a marker, then waits for a go file before answering (a gate a test or script controls).
     "gate": """
 init()

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_agentbench.errors import AgentbenchError, AgentProcessError
-from pytest_agentbench.run.artifacts import PrivateDaemon, RunArtifacts, write_run_files
+from pytest_agentbench.run.artifacts import PrivateDaemon, RunArtifacts, agent_workdir_parent, write_run_files
 from pytest_agentbench.run.fingerprints import requested_model
 from pytest_agentbench.run.invocation import Invocation, InvocationOptions, build_invocation
 from pytest_agentbench.run.postrun import read_post_run_screen
@@ -109,7 +109,7 @@ def measure_run(
     """
     artifacts = RunArtifacts(run_dir)
     prepared = preflight(suite, run_dir=run_dir)
-    workdir = Path(tempfile.mkdtemp(prefix="agentbench-agent-"))
+    workdir = Path(tempfile.mkdtemp(prefix="agentbench-agent-", dir=agent_workdir_parent(project_root)))
     try:
         invocation = build_invocation(
             suite, options=options, profile=profile, run_dir=run_dir,
