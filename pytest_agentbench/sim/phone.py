@@ -138,6 +138,8 @@ class Phone:
         self.runtimes: dict[str, AppRuntime] = {}
         self.tasks: list[str] = []  # z-order of running apps; the last one is in the foreground
         self.awake = True
+        #: The foreground user (`am get-current-user`); `am switch-user N` changes it.
+        self.current_user = 0
         self._install_serial = 0
         for app in (apps if apps is not None else [cls() for cls in BUILTIN_APPS]):
             self._install(app, apk=None, version_name=app.version_name, version_code=app.version_code,

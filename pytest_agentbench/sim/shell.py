@@ -460,7 +460,7 @@ def _run_simple(session: ShellSession, argv: list[str], stdin: bytes, out: bytea
     builtin = _BUILTINS.get(name)
     if builtin is not None:
         return builtin(Invocation(session, argv, stdin, out, err))
-    handler = lookup(name)
+    handler = lookup(name, session.phone.fs)
     if handler is None:
         err.extend(f"{SHELL_NAME}: {name}: inaccessible or not found\n".encode())
         return 127

@@ -23,11 +23,17 @@ def command(*names: str) -> Callable[[Handler], Handler]:
     return register
 
 
-def lookup(name: str) -> Handler | None:
-    """The handler for argv[0]: a bare name, or an absolute path in a bin directory."""
+def lookup(name: str, fs: object | None = None) -> Handler | None:
+    """The handler for argv[0]: a bare name, or an absolute path in a bin directory.
+
+    With the phone's file system, a bare name resolves only while its binary is on it, as a
+    shell's PATH search does: removing `/system/bin/sha256sum` makes a phone without sha256sum.
+    """
     if "/" in name:
         directory, base = posixpath.split(posixpath.normpath(name))
         return COMMANDS.get(base) if directory in _BIN_DIRS else None
+    if fs is not None and not any(fs.exists(f"{directory}/{name}") for directory in _BIN_DIRS):  # type: ignore[attr-defined]
+        return None
     return COMMANDS.get(name)
 
 

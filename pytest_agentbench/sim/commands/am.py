@@ -1,4 +1,4 @@
-"""`am start|force-stop|kill|get-current-user|broadcast` and `monkey -p PKG` -> the phone's activity manager."""
+"""`am start|force-stop|kill|get-current-user|switch-user|broadcast` and `monkey -p PKG` -> the phone's activity manager."""
 
 from __future__ import annotations
 
@@ -38,7 +38,13 @@ def am(inv: Invocation) -> int:
                 phone.force_stop(package)
         return 0
     if verb == "get-current-user":
-        inv.out("0\n")
+        inv.out(f"{phone.current_user}\n")
+        return 0
+    if verb == "switch-user":
+        if not rest or not rest[0].isdigit():
+            return inv.fail("Error: no user id specified for am switch-user", 255)
+        # Only the primary user exists on a fresh image; a guest or work profile is simulated by id.
+        phone.current_user = int(rest[0])
         return 0
     if verb == "broadcast":
         action = rest[rest.index("-a") + 1] if "-a" in rest and rest.index("-a") + 1 < len(rest) else ""
