@@ -108,6 +108,10 @@ class RunArtifacts:
         return self.run_dir / "screen.xml"
 
     @property
+    def postrun_log(self) -> Path:
+        return self.run_dir / "postrun.log"
+
+    @property
     def result(self) -> Path:
         return self.run_dir / "result.json"
 

@@ -6,6 +6,7 @@ Nothing here judges the run: `audit.verdict.audit_run` does, from the Run record
 from __future__ import annotations
 
 import glob
+import secrets
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping
@@ -17,7 +18,7 @@ from pytest_agentbench.errors import AgentbenchError, AgentProcessError
 from pytest_agentbench.run.artifacts import PrivateDaemon, RunArtifacts, agent_workdir_parent, write_run_files
 from pytest_agentbench.run.fingerprints import requested_model
 from pytest_agentbench.run.invocation import Invocation, InvocationOptions, build_invocation
-from pytest_agentbench.run.postrun import read_post_run_screen
+from pytest_agentbench.run.postrun import read_post_run_screen, stop_run_daemons
 from pytest_agentbench.run.record import ProcessOutcome, Run
 from pytest_agentbench.run.runner import run_agent
 from pytest_agentbench.run.server_build import ServerBuild, adb_client_versions, server_build_fingerprint
@@ -111,9 +112,10 @@ def measure_run(
     prepared = preflight(suite, run_dir=run_dir)
     workdir = Path(tempfile.mkdtemp(prefix="agentbench-agent-", dir=agent_workdir_parent(project_root)))
     try:
+        run_token = secrets.token_hex(8)
         invocation = build_invocation(
             suite, options=options, profile=profile, run_dir=run_dir,
-            workdir=workdir, serial=device.serial, environ=environ, private_dirs=daemon.dirs,
+            workdir=workdir, serial=device.serial, environ=environ, private_dirs=daemon.dirs, run_token=run_token,
         )
         write_run_files(artifacts, invocation)
         tools, probe_error = device_aware_tools(cache, invocation)
@@ -137,6 +139,9 @@ def measure_run(
         finished_at = now()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+    ((_, server),) = invocation.mcp_config["mcpServers"].items()
+    stop_run_daemons(device, daemon=profile.daemon, run_token=run_token, server_env={**invocation.env, **server["env"]},
+                     private_dirs=daemon.dirs, log=artifacts.postrun_log)
     screen, device_lost = read_post_run_screen(device, suite, artifacts)
     build = server_build(cache, profile=profile, claude=options.claude, environ=environ,
                          adb_endpoint=str(device.adb.endpoint), project_root=project_root)

@@ -17,6 +17,27 @@ PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 COORDINATION_DIR_NAMES = ("AUTOMOBILE_ADB_SERVER_COORDINATION_DIR", "AUTO_MOBILE_ADB_SERVER_COORDINATION_DIR")
 
 
+#: Set in every MCP server's environment to a random token per run: whatever the server starts
+#: inherits it, so the run's own leftover daemons are found after the agent's group is gone,
+#: even when they detached into a process group of their own.
+RUN_TOKEN_ENV = "AGENTBENCH_RUN_TOKEN"
+
+
+@dataclass(frozen=True)
+class DaemonSpec:
+    """How a run's private daemon is told apart from an interloper and stopped after the agent.
+
+    Attributes:
+        socket_dir_env: The private-state variable of the directory its sockets live in; a live
+            device claim whose socketPath lies there belongs to this run.
+        stop_command: argv run with the server's environment before anything is signalled
+            (the server's own clean stop, if it has one).
+    """
+
+    socket_dir_env: str | None = None
+    stop_command: tuple[str, ...] = ()
+
+
 def _frozen(mapping: Mapping[str, str] | None = None) -> Mapping[str, str]:
     return MappingProxyType(dict(mapping or {}))
 
@@ -41,6 +62,7 @@ class ServerProfile:
         fixed_env: Variables always set in the server's environment.
         stale_build: Says why the server's build is older than its sources (None when it is
             not), for servers that run from a build; a stale build is refused, never measured.
+        daemon: How the run's private daemon is found and stopped after the agent exits.
     """
 
     name: str
@@ -54,6 +76,7 @@ class ServerProfile:
     instructions_env: str | None = None
     fixed_env: Mapping[str, str] = field(default_factory=_frozen)
     stale_build: Callable[[], str | None] | None = None
+    daemon: DaemonSpec = field(default_factory=DaemonSpec)
 
     def scrubs(self, variable: str) -> bool:
         """Tell whether an inherited variable must be removed before the run.
@@ -115,6 +138,7 @@ def agentbench_profile() -> ServerProfile:
         pinnable=True,
         pin_env="AGENTBENCH_DEVICE_SERIAL",
         instructions_env="AGENTBENCH_MCP_INSTRUCTIONS",
+        daemon=DaemonSpec(socket_dir_env="AGENTBENCH_SOCKET_DIR"),
     )
 
 
@@ -184,6 +208,9 @@ def auto_mobile_profile(checkout: Path) -> ServerProfile:
         ),
         pinnable=False,
         stale_build=lambda: automobile_stale_build(checkout),
+        # AutoMobile's daemon is a separate process by design; its claims name a socket in the
+        # run's private socket directory.
+        daemon=DaemonSpec(socket_dir_env="AUTOMOBILE_AUX_SOCKET_DIR"),
     )
 
 
@@ -197,6 +224,9 @@ def mobile_mcp_profile() -> ServerProfile:
         build_files=(),
         pinnable=False,
         fixed_env=_frozen({"MOBILEMCP_DISABLE_TELEMETRY": "1"}),
+        # Its `mobilecli daemon` detaches into its own process group and claims nothing: it is
+        # found by the run token it inherits.
+        daemon=DaemonSpec(),
     )
 
 
