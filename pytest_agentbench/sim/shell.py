@@ -506,5 +506,14 @@ def _builtin_sh(inv: Invocation) -> int:
     return inv.run_line(script.decode(errors="replace"))
 
 
+def _builtin_exec(inv: Invocation) -> int:
+    # `exec CMD` replaces the shell: CMD runs and nothing after it on the line does (`adb logcat` sends this).
+    inv.session.exited = True
+    if not inv.args:
+        return 0
+    return _run_simple(inv.session, list(inv.args), inv.stdin, inv._out, inv._err)
+
+
 _BUILTINS: dict[str, Handler] = {"cd": _builtin_cd, "exit": _builtin_exit, "export": _builtin_export,
-                                 "pwd": _builtin_pwd, "sh": _builtin_sh, "/system/bin/sh": _builtin_sh}
+                                 "pwd": _builtin_pwd, "sh": _builtin_sh, "/system/bin/sh": _builtin_sh,
+                                 "exec": _builtin_exec}

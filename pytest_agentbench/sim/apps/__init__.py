@@ -7,9 +7,10 @@ from .extras import ClockApp, MessagesApp
 from .launcher import LauncherApp
 from .model import App, AppContext, AppRuntime, PrefValue, Screen, read_shared_prefs, write_shared_prefs
 from .playground import PlaygroundApp
+from .providers import PROVIDER_APPS
 from .settings import SettingsApp
 
-BUILTIN_APPS: tuple[type[App], ...] = (LauncherApp, SettingsApp, PlaygroundApp, ClockApp, MessagesApp)
+BUILTIN_APPS: tuple[type[App], ...] = (LauncherApp, SettingsApp, PlaygroundApp, ClockApp, MessagesApp, *PROVIDER_APPS)
 
 __all__ = ["App", "AppContext", "AppRuntime", "BUILTIN_APPS", "PrefValue", "Screen", "generic_app",
            "read_shared_prefs", "write_shared_prefs"]

@@ -38,4 +38,5 @@ def lookup(name: str, fs: object | None = None) -> Handler | None:
 
 
 # Importing the families registers their commands.
-from . import am, cmd, coreutils, dumpsys, input, pm, props, run_as, screencap, settings, uiautomator, wm  # noqa: E402,F401
+from . import (am, appops, cmd, content, coreutils, dumpsys, input, logcat, pm, props, run_as, screencap,  # noqa: E402,F401
+               settings, su, textutils, uiautomator, wm)

@@ -8,6 +8,7 @@ from . import command
 ACTION_VIEW = "android.intent.action.VIEW"
 ACTION_MAIN = "android.intent.action.MAIN"
 CATEGORY_LAUNCHER = "android.intent.category.LAUNCHER"
+MEDIA_SCANNER_SCAN_FILE = "android.intent.action.MEDIA_SCANNER_SCAN_FILE"
 # Options that take one value (or two for --es KEY VALUE extras) and do not change what the sim does.
 _ONE_VALUE = {"-t", "-f", "-e", "--user", "--display", "--windowingMode", "--activityType", "-P", "--start-profiler",
               "--sampling", "-R", "--receiver-permission"}
@@ -48,7 +49,12 @@ def am(inv: Invocation) -> int:
         return 0
     if verb == "broadcast":
         action = rest[rest.index("-a") + 1] if "-a" in rest and rest.index("-a") + 1 < len(rest) else ""
-        inv.out(f"Broadcasting: Intent {{ act={action} flg=0x400000 }}\nBroadcast completed: result=0\n")
+        data = rest[rest.index("-d") + 1] if "-d" in rest and rest.index("-d") + 1 < len(rest) else ""
+        shown = f" dat={data}" if data else ""
+        inv.out(f"Broadcasting: Intent {{ act={action}{shown} flg=0x400000 }}\n")
+        if action == MEDIA_SCANNER_SCAN_FILE and data.startswith("file://"):
+            phone.scan_media_file(data[len("file://"):])
+        inv.out("Broadcast completed: result=0\n")
         return 0
     return inv.fail(f"Error: Unknown command: {verb}", 255)
 
