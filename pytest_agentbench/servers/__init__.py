@@ -9,6 +9,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from pytest_agentbench.errors import ConfigError
+from pytest_agentbench.servers.agent_tools import AGENTBENCH_TOOLS, MOBILE_MCP_TOOLS, AgentToolMap
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 
@@ -39,6 +40,8 @@ class ServerProfile:
         instructions_env: The variable set to ``1`` by ``--server-instructions``, if the server
             has an instructions switch.
         fixed_env: Variables always set in the server's environment.
+        agent_tools: Which of the server's tools ``agentbench-agent`` observes and acts with
+            (None: the model agent cannot drive this server).
     """
 
     name: str
@@ -51,6 +54,7 @@ class ServerProfile:
     pin_env: str | None = None
     instructions_env: str | None = None
     fixed_env: Mapping[str, str] = field(default_factory=_frozen)
+    agent_tools: AgentToolMap | None = None
 
     def scrubs(self, variable: str) -> bool:
         """Tell whether an inherited variable must be removed before the run.
@@ -112,6 +116,7 @@ def agentbench_profile() -> ServerProfile:
         pinnable=True,
         pin_env="AGENTBENCH_DEVICE_SERIAL",
         instructions_env="AGENTBENCH_MCP_INSTRUCTIONS",
+        agent_tools=AGENTBENCH_TOOLS,
     )
 
 
@@ -158,6 +163,7 @@ def mobile_mcp_profile() -> ServerProfile:
         build_files=(),
         pinnable=False,
         fixed_env=_frozen({"MOBILEMCP_DISABLE_TELEMETRY": "1"}),
+        agent_tools=MOBILE_MCP_TOOLS,
     )
 
 
