@@ -26,6 +26,7 @@ SCALAR_METRICS: tuple[str, ...] = (
     "costUsd",
     "wallClockSeconds",
     "stumbles",
+    "recoveries",
 )
 
 # Keys of the `baseline` block, in the order the contract in docs/architecture.md writes them.

@@ -465,6 +465,7 @@ def test_metrics_and_tool_sequence() -> None:
         "costUsd": 0.0123,
         "wallClockSeconds": 4.25,
         "stumbles": 1,
+        "recoveries": 0,
         "toolCounts": {"listDevices": 1, "observe": 2, "tapOn": 1, "ToolSearch": 1},
     }
     assert audit.tool_sequence == ("listDevices", "observe", "tapOn", "observe", "ToolSearch")

@@ -35,7 +35,7 @@ from pytest_agentbench.agents.plan import (
     plan_from_transcript,
     suite_package_name,
 )
-from pytest_agentbench.agents.stream import DEFAULT_MODEL, REPLAY_VERSION, StreamWriter
+from pytest_agentbench.agents.stream import DEFAULT_MODEL, REPLAY_VERSION, StreamWriter, write_summary
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.transcript import parse_file
 
@@ -209,7 +209,7 @@ def run(argv: list[str], *, stdin: TextIO, stdout: TextIO, stderr: TextIO, envir
     timeout_s = connect_timeout(environ)
     status = anyio.run(_play, replay, cwd, timeout_s)
     if output_format != "stream-json":
-        _write_summary(sink.getvalue(), output_format, stdout)  # type: ignore[union-attr]
+        write_summary(sink.getvalue(), output_format, stdout)  # type: ignore[union-attr]
     return status
 
 
@@ -218,17 +218,6 @@ async def _play(replay: ReplayRun, cwd: str, timeout_s: float) -> int:
         await replay.connection.connect(stack, timeout_s)
         replay.writer.init(cwd=cwd, tools=replay.connection.tool_names(), mcp_servers=replay.connection.statuses())
         return await replay.play()
-
-
-def _write_summary(stream_json: str, output_format: str, stdout: TextIO) -> None:
-    # Claude's text and json formats print only the outcome: the last (result) event.
-    result = json.loads(stream_json.strip().splitlines()[-1])
-    if output_format == "json":
-        stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
-    elif result.get("subtype") == "success":
-        stdout.write(f"{result.get('result', '')}\n")
-    else:
-        stdout.write(f"Error: {'; '.join(result.get('errors', [])) or result.get('subtype')}\n")
 
 
 def main(argv: list[str] | None = None) -> int:
