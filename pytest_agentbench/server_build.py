@@ -52,6 +52,8 @@ _BASE_URL_VARIABLES = (
     "AWS_ENDPOINT_URL",
     "AWS_ENDPOINT_URL_BEDROCK",
     "AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
+    # agentbench-agent's OpenAI-compatible endpoint (scheme and host; the path only as a digest).
+    "AGENTBENCH_OPENAI_BASE_URL",
 )
 _PROXY_VARIABLES = frozenset({"HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY"})
 _SELECTOR_VARIABLES = (
@@ -71,6 +73,7 @@ DIRECT_CREDENTIAL_VARIABLES: tuple[str, ...] = (
     "CLAUDE_CODE_OAUTH_TOKEN",
     "AWS_BEARER_TOKEN_BEDROCK",
     "ANTHROPIC_FOUNDRY_API_KEY",
+    "AGENTBENCH_OPENAI_API_KEY",
 )
 _PROVIDER_SWITCHES = (
     ("CLAUDE_CODE_USE_BEDROCK", "bedrock"),

@@ -198,7 +198,11 @@ class FakeOpenAI:
             encoded = arguments if isinstance(arguments, str) else json.dumps(_resolve(arguments, screen))
             tool_calls.append({"id": f"call_{uuid.uuid4().hex[:12]}", "type": "function",
                                "function": {"name": name, "arguments": encoded}})
-        message: dict[str, Any] = {"role": "assistant", "content": turn.content}
+        text = turn.content
+        if text is not None:
+            # "{index_of:Wi-Fi}" in a scripted text: a call written into content, with a live index.
+            text = re.sub(r"\{index_of:([^}]+)\}", lambda m: str(resolve_index(screen, IndexOf(m.group(1)))), text)
+        message: dict[str, Any] = {"role": "assistant", "content": text}
         if turn.reasoning is not None:
             message["reasoning"] = turn.reasoning
         if tool_calls:
