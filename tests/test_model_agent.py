@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-from typing import Any
 
 import anyio
 import pytest
@@ -256,3 +255,17 @@ def test_endpoint_defaults_and_limits() -> None:
         EndpointConfig.from_environ({"AGENTBENCH_OPENAI_BASE_URL": "http://h/v1", "AGENTBENCH_OPENAI_MAX_RETRIES": "-1"})
 
 
+
+
+def test_a_reply_that_could_not_be_searched_is_told_as_a_user_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_agentbench.agents.model import tool_parse
+
+    def explode(*args: object) -> None:
+        raise RecursionError("deep")
+
+    monkeypatch.setattr(tool_parse, "_glm_calls", explode)
+    episode = run_episode([content("<tool_call>tap"), DONE])
+    assert episode.result.ending == "task_complete" and len(episode.requests) == 2
+    told = episode.requests[1]["messages"][-1]
+    assert told["role"] == "user" and "could not be searched for tool calls" in told["content"]
+    assert episode.kinds() == ["action-error"]

@@ -9,9 +9,7 @@ conftest in the project turns Wi-Fi off before each suite (through the public
 from __future__ import annotations
 
 import json
-import os
 import re
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TextIO
+from typing import Any, Literal
 
 from pytest_agentbench.agents.model.endpoint import ApiFailure, ChatClient, Pricing, Reply
 from pytest_agentbench.agents.model.executor import MODEL_TOOLS, TOOL_NAMES, TOOL_SCHEMAS, Executor, action_key
@@ -109,7 +109,6 @@ class AgentLoop:
     settings: LoopSettings
     pricing: Pricing | None = None
     on_step: Callable[[Step], None] | None = None
-    stderr: TextIO | None = None
     _messages: list[dict[str, Any]] = field(default_factory=list)
     _turn_reports: list[str] = field(default_factory=list)
     _recoveries: int = 0
@@ -258,6 +257,11 @@ class AgentLoop:
                  "function": {"name": str((entry.get("function") or {}).get("name") or "unknown"), "arguments": "{}"}}
                 for n, entry in enumerate(reply.tool_calls)
             ]
+        if not entries:
+            # Nothing the API would accept as tool_calls: the problem goes back as a user message.
+            self._messages.append({"role": "assistant", "content": content or reply.content or ""})
+            self._messages.append({"role": "user", "content": sentence})
+            return
         self._messages.append({"role": "assistant", "content": content or None, "tool_calls": entries})
         result = sentence + (f"\n\nThe screen now:\n{screen.text()}" if screen is not None else "")
         for n, entry in enumerate(entries):

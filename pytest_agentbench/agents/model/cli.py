@@ -92,7 +92,6 @@ async def run_session(
     environ: Mapping[str, str],
     cwd: str,
     on_step: Callable[[Step], None] | None = None,
-    stderr: TextIO | None = None,
 ) -> EpisodeResult | None:
     """Connect the servers, write init, then run one episode (the CLI and agentbench-episode share this).
 
@@ -122,7 +121,7 @@ async def run_session(
         try:
             device = McpDevice(connection, writer, tool_map, environ=environ)
             loop = AgentLoop(chat=chat, device=device, writer=writer, settings=settings, pricing=endpoint.pricing,
-                             on_step=on_step, stderr=stderr)
+                             on_step=on_step)
             return await loop.run(prompt)
         finally:
             await chat.close()
@@ -192,7 +191,7 @@ def run(argv: list[str], *, stdin: TextIO, stdout: TextIO, stderr: TextIO, envir
     settings = LoopSettings(model=model, max_turns=max_turns, system_prompt=_system_prompt(args), budget_usd=budget)
     result = anyio.run(
         lambda: run_session(connection=connection, writer=writer, settings=settings, endpoint=endpoint, prompt=prompt,
-                            environ=environ, cwd=cwd, stderr=stderr)
+                            environ=environ, cwd=cwd)
     )
     if output_format != "stream-json":
         write_summary(sink.getvalue(), output_format, stdout)  # type: ignore[union-attr]

@@ -122,7 +122,7 @@ def run_episode(args: argparse.Namespace, *, serial: str, stdout: TextIO, stderr
             result = anyio.run(
                 lambda: run_session(connection=connection, writer=writer, settings=settings, endpoint=endpoint,
                                     prompt=args.task, environ=environ, cwd=os.getcwd(),
-                                    on_step=lambda step: print_step(step, stdout), stderr=stderr)
+                                    on_step=lambda step: print_step(step, stdout))
             )
     finally:
         shutil.rmtree(state_dir, ignore_errors=True)

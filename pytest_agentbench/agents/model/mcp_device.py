@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_agentbench.agents.mcp_client import DEVICE_SERIAL_VARIABLE, CallOutcome, McpConnection, device_from_listing
+from pytest_agentbench.agents.mcp_client import DEVICE_SERIAL_VARIABLE, McpConnection, device_from_listing
 from pytest_agentbench.agents.model.ui_tree import TreeError, UiTree, parse_observation
 from pytest_agentbench.agents.stream import StreamWriter
 from pytest_agentbench.servers.agent_tools import AgentToolMap
@@ -32,8 +32,8 @@ class McpDevice:
         connection: The connected servers and the run's permissions.
         writer: Where each call's tool_use and tool_result go.
         tools: The profile's tool map.
-        device: The serial passed as `{device}` (empty: the server's pinned phone).
-        calls: Every call made so far: (full tool name, outcome).
+        device: The serial passed as `{device}` (empty until `resolve`: the server's pinned phone).
+        environ: The agent's environment (a pinned serial may be there).
     """
 
     connection: McpConnection
@@ -41,9 +41,6 @@ class McpDevice:
     tools: AgentToolMap
     device: str = ""
     environ: Mapping[str, str] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        self.calls: list[tuple[str, CallOutcome]] = []
 
     async def resolve(self) -> str:
         """Find the serial to act on (see `resolve_device`) unless one was given; returns it."""
@@ -64,10 +61,9 @@ class McpDevice:
         template = self.tools.actions[action]
         arguments = template.fill({"device": self.device, **values})
         try:
-            name, outcome = await self.connection.call(self.writer, template.tool, arguments)
+            _, outcome = await self.connection.call(self.writer, template.tool, arguments)
         except Exception as exc:  # noqa: BLE001 - a dead server or broken pipe ends the episode, whatever the class
             raise ServerGone(f"the MCP server stopped answering during {template.tool}: {exc!r}") from exc
-        self.calls.append((name, outcome))
         if outcome.is_error:
             raise DeviceCallFailed(f"{template.tool} failed: {outcome.text.strip() or 'the server gave no reason'}")
         return outcome.text
