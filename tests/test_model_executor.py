@@ -76,6 +76,17 @@ def test_mobile_mcp_listing_becomes_the_same_kind_of_list() -> None:
     assert parse_observation(MOBILE_MCP_LISTING, "mobile-mcp-json") == tree
 
 
+def test_mobile_mcp_status_bar_clock_is_not_a_screen_change() -> None:
+    def listing(clock: str) -> str:
+        items = json.loads(MOBILE_MCP_LISTING.split(": ", 1)[1]) + [
+            {"type": "android.widget.TextView", "text": clock, "identifier": "com.android.systemui:id/clock",
+             "coordinates": {"x": 42, "y": 0, "width": 158, "height": 63}}]
+        return "Found these elements on screen: " + json.dumps(items)
+
+    assert from_mobile_mcp(listing("09:07")).signature == from_mobile_mcp(listing("09:08")).signature
+    assert from_mobile_mcp(listing("09:07")).signature != from_mobile_mcp(MOBILE_MCP_LISTING.replace('"checked": true', '"checked": false')).signature
+
+
 @pytest.mark.parametrize("text", ["no elements", "Found these elements on screen: {}", '[{"coordinates": {"x": "a"}}]'],
                          ids=["no-json", "not-a-list", "bad-coordinates"])
 def test_an_unreadable_listing_is_a_sentence(text: str) -> None:

@@ -111,13 +111,15 @@ def _node_from_listing(position: int, item: dict[str, Any]) -> UiNode:
     except (TypeError, ValueError):
         raise TreeError(f"element {position} of the listing has unreadable coordinates {box!r}; observe again") from None
     kind = str(item.get("type") or "")
+    identifier = str(item.get("identifier") or "")
     return UiNode(
         index=position,
         text=str(item.get("text") or ""),
         content_desc=str(item.get("label") or item.get("name") or ""),
-        resource_id=str(item.get("identifier") or ""),
+        resource_id=identifier,
         class_name=kind,
-        package="",
+        # The listing names no package; a resource id's prefix does (com.android.systemui:id/clock).
+        package=identifier.split(":id/", 1)[0] if ":id/" in identifier else "",
         checkable=kind.rsplit(".", 1)[-1] in _CHECKABLE_TYPES or "checked" in item,
         checked=_flag(item.get("checked")),
         # mobile-mcp lists only elements it considers interesting; each is a tap target.
@@ -148,7 +150,8 @@ def from_mobile_mcp(text: str) -> UiTree:
         raise TreeError(f"the element listing could not be read (expected a JSON array of elements): {text[:120]!r}; observe again")
     nodes = [_node_from_listing(position, item) for position, item in enumerate(items)]
     elements = tuple(Element(node=node, texts=tuple(t for t in (node.text, node.content_desc) if t)) for node in nodes)
-    return UiTree(foreground="unknown", elements=elements, signature=screen_signature(nodes), raw_chars=len(text))
+    app_nodes = [node for node in nodes if node.package != _SYSTEM_UI]
+    return UiTree(foreground="unknown", elements=elements, signature=screen_signature(app_nodes or nodes), raw_chars=len(text))
 
 
 def parse_observation(text: str, observe_format: ObserveFormat) -> UiTree:
