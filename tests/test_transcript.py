@@ -258,3 +258,20 @@ def test_parse_lines_reads_a_generator_once():
     assert isinstance(transcript, Transcript)
     assert consumed == [INIT, TEXT, RESULT]
     assert transcript.result.result == "hi"
+
+
+def test_agent_reports_are_read_and_other_system_events_ignored() -> None:
+    lines = [
+        json.dumps({"type": "system", "subtype": "init", "mcp_servers": [{"name": "agentbench", "status": "connected"}]}),
+        json.dumps({"type": "system", "subtype": "api_retry", "attempt": 1}),
+        json.dumps({"type": "system", "subtype": "agentbench_report", "kind": "recovery", "turn": 3,
+                    "message": "recovered a tap call", "format": "unterminated-json", "session_id": "s", "uuid": "u"}),
+        json.dumps({"type": "system", "subtype": "agentbench_report", "kind": "episode-end", "message": "done",
+                    "ending": "task_complete"}),
+    ]
+    parsed = parse_lines(lines)
+    assert parsed.unparseable == ()
+    assert [(r.kind, r.turn, r.message, r.data) for r in parsed.reports] == [
+        ("recovery", 3, "recovered a tap call", {"format": "unterminated-json"}),
+        ("episode-end", None, "done", {"ending": "task_complete"}),
+    ]

@@ -14,6 +14,10 @@ from pytest_agentbench.errors import TranscriptError
 # it is not the model that ran, so it never becomes the observed model.
 SYNTHETIC_MODEL = "<synthetic>"
 
+#: The `subtype` of the `system` events in which this project's agents report what they did beyond
+#: Claude Code's events (agentbench-agent: recoveries, retries, no-change, self-undo, the ending).
+AGENT_REPORT_SUBTYPE = "agentbench_report"
+
 # The token counters of `result.usage`; the other keys there are nested or not counts.
 USAGE_COUNTERS = (
     "input_tokens",
@@ -80,6 +84,16 @@ class ResultEvent:
 
 
 @dataclass(frozen=True)
+class AgentReport:
+    """One `system/agentbench_report` event: what an agent of this project reported (`kind`, sentence, turn, the rest)."""
+
+    kind: str
+    message: str
+    turn: int | None
+    data: dict
+
+
+@dataclass(frozen=True)
 class UnparseableLine:
     """A line that is not a stream-json event, with its 1-based number and why."""
 
@@ -99,6 +113,7 @@ class Transcript:
     unparseable: tuple[UnparseableLine, ...]
     line_count: int
     observed_model: str | None
+    reports: tuple[AgentReport, ...] = ()
 
 
 def short_tool_name(name: str) -> str:
@@ -153,6 +168,7 @@ class _Builder:
     calls: dict[str, dict[str, Any]] = field(default_factory=dict)
     result: ResultEvent | None = None
     unparseable: list[UnparseableLine] = field(default_factory=list)
+    reports: list[AgentReport] = field(default_factory=list)
     assistant_model: str | None = None
     # Claude Code splits one API message into one event per content block, all with the
     # same message id; the final answer is the text of the last message if it made no call.
@@ -164,6 +180,8 @@ class _Builder:
         kind = event["type"]
         if kind == "system" and event.get("subtype") == "init" and self.init is None:
             self.init = _init_event(event)
+        elif kind == "system" and event.get("subtype") == AGENT_REPORT_SUBTYPE:
+            self.reports.append(_agent_report(event))
         elif kind == "assistant":
             self._add_assistant(event)
         elif kind == "user":
@@ -227,6 +245,7 @@ class _Builder:
             unparseable=tuple(self.unparseable),
             line_count=line_count,
             observed_model=observed_model,
+            reports=tuple(self.reports),
         )
 
 
@@ -256,6 +275,18 @@ def _init_event(event: dict[str, Any]) -> InitEvent:
         cwd=_optional_str(event.get("cwd")),
         tools=tuple(str(tool) for tool in tools if isinstance(tool, str)),
         mcp_servers=tuple(servers),
+    )
+
+
+_REPORT_ENVELOPE = frozenset({"type", "subtype", "kind", "message", "turn", "session_id", "uuid"})
+
+
+def _agent_report(event: dict[str, Any]) -> AgentReport:
+    return AgentReport(
+        kind=str(event.get("kind", "")),
+        message=str(event.get("message", "")),
+        turn=_optional_int(event.get("turn")),
+        data={key: value for key, value in event.items() if key not in _REPORT_ENVELOPE},
     )
 
 

@@ -21,6 +21,7 @@ SCALAR_METRICS: tuple[str, ...] = (
     "costUsd",
     "wallClockSeconds",
     "stumbles",
+    "recoveries",
 )
 
 FlagKind = Literal["app-build", "suite-digest", "device", "cli-version", "server-build", "model"]

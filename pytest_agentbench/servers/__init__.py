@@ -9,6 +9,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from pytest_agentbench.errors import ConfigError
+from pytest_agentbench.servers.agent_tools import AGENTBENCH_TOOLS, MOBILE_MCP_TOOLS, AgentToolMap
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 
@@ -63,6 +64,8 @@ class ServerProfile:
         stale_build: Says why the server's build is older than its sources (None when it is
             not), for servers that run from a build; a stale build is refused, never measured.
         daemon: How the run's private daemon is found and stopped after the agent exits.
+        agent_tools: Which of the server's tools ``agentbench-agent`` observes and acts with
+            (None: the model agent cannot drive this server).
     """
 
     name: str
@@ -77,6 +80,7 @@ class ServerProfile:
     fixed_env: Mapping[str, str] = field(default_factory=_frozen)
     stale_build: Callable[[], str | None] | None = None
     daemon: DaemonSpec = field(default_factory=DaemonSpec)
+    agent_tools: AgentToolMap | None = None
 
     def scrubs(self, variable: str) -> bool:
         """Tell whether an inherited variable must be removed before the run.
@@ -139,6 +143,7 @@ def agentbench_profile() -> ServerProfile:
         pin_env="AGENTBENCH_DEVICE_SERIAL",
         instructions_env="AGENTBENCH_MCP_INSTRUCTIONS",
         daemon=DaemonSpec(socket_dir_env="AGENTBENCH_SOCKET_DIR"),
+        agent_tools=AGENTBENCH_TOOLS,
     )
 
 
@@ -227,6 +232,7 @@ def mobile_mcp_profile() -> ServerProfile:
         # Its `mobilecli daemon` detaches into its own process group and claims nothing: it is
         # found by the run token it inherits.
         daemon=DaemonSpec(),
+        agent_tools=MOBILE_MCP_TOOLS,
     )
 
 
