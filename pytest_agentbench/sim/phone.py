@@ -305,11 +305,13 @@ class Phone(SeedingMixin):
                     return package, route
             return None
 
-    def resolve_action(self, action: str) -> tuple[str, str] | None:
+    def resolve_action(self, action: str, data: str | None = None) -> tuple[str, str] | None:
+        """The (package, route) that handles an intent action (with its data URI, e.g. `package:PKG`), or None."""
         with self.lock:
             for package, info in self.packages.items():
-                if action in info.app.actions:
-                    return package, info.app.actions[action]
+                route = info.app.resolve_action(action, data)
+                if route is not None:
+                    return package, route
             return None
 
     def go_home(self) -> None:
@@ -350,6 +352,9 @@ class Phone(SeedingMixin):
             if self.fs.exists(private):
                 self.fs.remove(private, recursive=True, user="root")
             self.fs.mkdir(private, parents=True, mode=0o700, user="root")
+            for authority, provider in self.providers.items():
+                if provider.package == package:  # a provider's data is gone: its observers hear of it
+                    self.notify_change(authority)
 
     # Input.
 
