@@ -150,7 +150,9 @@ def test_shop_flow_stale_total_and_flat_discount(phone: Phone) -> None:
 
 def test_wake_lock_is_held_until_the_testbed_is_restricted(phone: Phone) -> None:
     uid = phone.packages[TESTBED].uid
-    assert f"'{WAKE_LOCK_TAG}' ACQ=" in phone.shell("dumpsys power").stdout.decode()
-    assert f"(uid={uid} " in phone.shell("dumpsys power").stdout.decode()
+    power = phone.shell("dumpsys power").stdout.decode()
+    (pid,) = re.findall(rf"'{WAKE_LOCK_TAG}' ACQ=\S+ \(uid={uid} pid=(\d+)\)", power)
+    # ps names the process the wake lock's pid belongs to, as on a phone.
+    assert re.search(rf"^u0_a{uid - 10000} +{pid} .* {TESTBED}$", phone.shell("ps -A").stdout.decode(), re.M)
     phone.shell(f"cmd appops set {TESTBED} RUN_ANY_IN_BACKGROUND ignore")
     assert WAKE_LOCK_TAG not in phone.shell("dumpsys power").stdout.decode()

@@ -183,6 +183,14 @@ class Phone(SeedingMixin):
             self._background_pids[package] = self._new_pid()
         return self._background_pids[package]
 
+    def background_pids(self) -> dict[str, int]:
+        """Packages whose background work runs in a process of its own, with that process's pid."""
+        with self.lock:
+            for package, info in self.packages.items():
+                if info.app.background_wake_locks(self):
+                    self.process_pid(package)
+            return dict(self._background_pids)
+
     def _new_pid(self) -> int:
         self._next_pid += 37
         return self._next_pid
