@@ -151,3 +151,13 @@ def test_other_aspects_are_not_square(phone: Phone) -> None:
     tap(phone, "Save copy")
     rows = phone.content_query(IMAGES, ["width", "height"], sort="_id")
     assert rows[-1] == {"width": 1200, "height": 675}
+
+
+def test_a_contact_saved_later_names_the_conversation(phone: Phone, tmp_path) -> None:
+    phone.receive_sms("+15550303", "Hi, it's Linus")
+    phone.launch(MESSAGES)
+    assert "+15550303" in texts(phone)
+    raw = phone.add_contact("Linus Torvalds", "555-0303")
+    assert "Linus Torvalds" in texts(phone)
+    phone.content_delete(f"content://com.android.contacts/raw_contacts/{raw}")
+    assert bugle(phone, tmp_path, "SELECT name FROM conversations") == [("+15550303",)]

@@ -84,7 +84,7 @@ class MessagesApp(App):
         sync_from_telephony(ctx.phone)
 
     def on_content_changed(self, phone, authority: str) -> None:  # noqa: ANN001 - the Phone
-        if authority == "sms":
+        if authority in ("sms", "com.android.contacts"):
             sync_from_telephony(phone)
 
     def derived(self, ctx: AppContext) -> dict[str, object]:
@@ -159,6 +159,10 @@ def sync_from_telephony(phone) -> None:  # noqa: ANN001 - the Phone
                 _drop_conversation(db, conv)
         for thread, address in addresses.items():
             if thread in known:
+                # A contact saved (or renamed) for the number names the conversation from now on.
+                db.execute("UPDATE conversations SET name = ? WHERE _id = ? AND name IS NOT ?",
+                           (names.get(digits(address)[-7:], address), known[thread],
+                            names.get(digits(address)[-7:], address)))
                 continue
             name = names.get(digits(address)[-7:], address)
             participant = db.execute("INSERT INTO participants (normalized_destination, send_destination, "
