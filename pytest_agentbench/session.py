@@ -11,8 +11,15 @@ import pytest
 
 from pytest_agentbench.errors import ConfigError
 from pytest_agentbench.options import AgentbenchOptions
-from pytest_agentbench.report.ab import comparison_block, compare_with, load_session_document, render_comparison
-from pytest_agentbench.report.aggregate import Unrecorded, junit_properties, render_statistics, session_statistics, statistics_block
+from pytest_agentbench.report.ab import ABReport, comparison_block, compare_with, load_session_document, render_comparison
+from pytest_agentbench.report.aggregate import (
+    SessionStatistics,
+    Unrecorded,
+    junit_properties,
+    render_statistics,
+    session_statistics,
+    statistics_block,
+)
 from pytest_agentbench.report.document import build_session_document, verdict_status
 from pytest_agentbench.report.summary import fit, render_summary_table, render_verbose_details, verdict_line
 from pytest_agentbench.run.artifacts import agent_workdir_parent
@@ -101,11 +108,11 @@ class AgentbenchSession:
             self.results.append(result)
             self.unrecorded.pop(report.nodeid, None)
 
-    def statistics(self):  # noqa: ANN201 - report.aggregate.SessionStatistics
+    def statistics(self) -> SessionStatistics:
         """This session's per-suite statistics (runs without a result count as incomplete)."""
         return session_statistics(self.results, list(self.unrecorded.values()))
 
-    def comparison(self):  # noqa: ANN201 - report.ab.ABReport | None
+    def comparison(self) -> ABReport | None:
         """This session against the `--agentbench-compare` document, or None."""
         if self.baseline_session is None or self.options.compare_path is None:
             return None

@@ -152,9 +152,6 @@ def test_the_one_online_rule_holds_per_adb_server():
         candidates_for(local, (), pinnable=False)
 
 
-def _fake_run(outputs):
-
-
 DEVICECTL = Path(__file__).parent / "data" / "devicectl"
 SIMCTL_BOOTED = json.dumps({"devices": {"com.apple.CoreSimulator.SimRuntime.iOS-18-1": [
     {"name": "iPhone 16", "udid": "ABC-123", "state": "Booted", "isAvailable": True}]}})

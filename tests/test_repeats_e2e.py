@@ -299,3 +299,17 @@ def test_a_phone_on_another_adb_server(adb_server: PrivateAdbServer, tmp_path: P
         assert server["env"]["ANDROID_ADB_SERVER_PORT"] == str(other.port)
         (held,) = claimlog.read(session.output / claimlog.CLAIM_LOG_NAME)
         assert held.device == f"tcp-127.0.0.1-{other.port}/{serial}"
+
+
+def test_more_workers_than_phones_take_turns(adb_server: PrivateAdbServer, tmp_path: Path) -> None:
+    from pytest_agentbench.sim.fleet import SimFleet
+
+    project = make_project(tmp_path / "project", {"shared": {"preflight": {"settleSeconds": 0.3}}})
+    with SimFleet(count=1, adb=adb_server.client()) as fleet:
+        (serial,) = fleet.serials
+        session = run(project, ["benchmark/", "-n", "2", "--device", serial, "--claude", "agentbench-replay",
+                                "--agentbench-repeat", "2"], adb_server, tmp_path / "s")
+    assert session.done.returncode == 0, session.terminal[-4000:]
+    held = claimlog.read(session.output / claimlog.CLAIM_LOG_NAME)
+    # Both workers ran on the one phone, one after the other: the second waited for its sibling.
+    assert len(held) == 2 and len({h.pid for h in held}) == 2 and claimlog.overlaps(held) == []

@@ -50,13 +50,14 @@ NAMES = {name: f"warmprograms:{name}" for name in ("echo", "sleeper", "suicide",
 def server(tmp_path: Path) -> Iterator[WarmStarts]:
     (tmp_path / "warmprograms.py").write_text(PROGRAMS, encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
-    handle = start_fork_server(programs={f"warm-{name}": target for name, target in NAMES.items()}, env=env)
+    handle = start_fork_server(programs={f"warm-{name}": target for name, target in NAMES.items()}, env=env,
+                               log_path=tmp_path / "forkserver.log")
     try:
         assert handle.wait_ready(60), handle.log_path.read_text()
         yield handle
     finally:
         handle.stop()
-        assert not group_members(handle.process.pid)
+        assert not group_members(handle.process.pid) and not handle.directory.exists()
 
 
 def launch(server: WarmStarts, program: str, *args: str, **kwargs) -> subprocess.Popen:

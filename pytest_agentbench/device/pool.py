@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,11 +17,33 @@ from pytest_agentbench.device.claims import (
     Reclaim,
     acquire_benchmark_lock,
     acquire_claim,
+    benchmark_lock_holder,
     check_device_ownership,
     reclaim_after_agent,
 )
 from pytest_agentbench.device.selection import DeviceEntry, choose_devices
 from pytest_agentbench.errors import DeviceBusy, DeviceError, DeviceUnavailable
+
+
+#: How long a run waits for a device held by a sibling xdist worker's run (each of those is bounded
+#: by its own timeout, so this only catches a sibling that never lets go).
+SIBLING_WAIT_S = 3600.0
+_SIBLING_POLL_S = 0.2
+
+
+def held_by_sibling(pid: int) -> bool:
+    """Whether `pid` is another pytest-xdist worker of this session: a child of the same controller.
+
+    Such a holder is a run of this very session, so the device frees up when that run ends;
+    another session's lock is a refusal, as always. Without /proc nothing counts as a sibling.
+    """
+    if not os.environ.get("PYTEST_XDIST_WORKER") or pid == os.getpid():
+        return False
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()
+    except OSError:
+        return False
+    return len(fields) > 1 and int(fields[1]) == os.getppid()
 
 
 @dataclass(frozen=True)
@@ -46,6 +69,8 @@ class DevicePool:
     pinnable: bool
     fleet: Any = None
     claim_log: Path | None = None
+    sibling_wait_s: float = SIBLING_WAIT_S
+    is_sibling: Callable[[int], bool] = held_by_sibling
 
     @contextmanager
     def claim(self, holder: str = "") -> Iterator[ClaimedDevice]:
@@ -53,7 +78,9 @@ class DevicePool:
 
         For each candidate in order: the AutoMobile ownership check, the benchmark-only lock,
         then the allocation claim; the first device that passes all three is yielded and
-        released afterwards, whatever happens in between.
+        released afterwards, whatever happens in between. When every candidate is taken and a
+        sibling xdist worker's run holds one of them (more workers than devices), the claim
+        waits for it, up to `sibling_wait_s`; anyone else holding them is a refusal at once.
 
         Args:
             holder: Who holds it, for the claim log (the run's node id).
@@ -61,31 +88,42 @@ class DevicePool:
         Raises:
             DeviceBusy: Every candidate is held; the message says by whom.
         """
-        refusals: list[str] = []
-        for candidate in self.candidates:
-            serial, scope = candidate.serial, candidate.adb.endpoint.scope
-            try:
-                check_device_ownership(serial, scope=scope)
-                lock = acquire_benchmark_lock(serial, scope=scope)
-            except DeviceBusy as busy:
-                refusals.append(str(busy))
-                continue
-            try:
-                claim = acquire_claim(serial, scope=scope, socket_path="")
-            except BaseException:
-                lock.release()
-                raise
-            device = ClaimedDevice(serial=serial, adb=candidate.adb, scope=scope, fingerprint={}, lock=lock, claim=claim)
-            try:
-                if self.claim_log is not None:
-                    claimlog.append(self.claim_log, "held", serial=serial, scope=scope, holder=holder)
-                yield device
-            finally:
-                if self.claim_log is not None:
-                    claimlog.append(self.claim_log, "released", serial=serial, scope=scope, holder=holder)
-                device.release()
-            return
-        raise DeviceBusy("; ".join(refusals) or "no candidate device")
+        device = self._take()
+        try:
+            if self.claim_log is not None:
+                claimlog.append(self.claim_log, "held", serial=device.serial, scope=device.scope, holder=holder)
+            yield device
+        finally:
+            if self.claim_log is not None:
+                claimlog.append(self.claim_log, "released", serial=device.serial, scope=device.scope, holder=holder)
+            device.release()
+
+    def _take(self) -> ClaimedDevice:
+        deadline = time.monotonic() + self.sibling_wait_s
+        while True:
+            refusals: list[str] = []
+            sibling_holds = False
+            for candidate in self.candidates:
+                serial, scope = candidate.serial, candidate.adb.endpoint.scope
+                try:
+                    check_device_ownership(serial, scope=scope)
+                    lock = acquire_benchmark_lock(serial, scope=scope)
+                except DeviceBusy as busy:
+                    refusals.append(str(busy))
+                    # The benchmark lock says whose run it is, whichever check refused (during a
+                    # sibling's run its MCP server holds the allocation claim).
+                    lock_holder = benchmark_lock_holder(serial, scope=scope)
+                    sibling_holds = sibling_holds or (lock_holder is not None and lock_holder.alive and self.is_sibling(lock_holder.pid))
+                    continue
+                try:
+                    claim = acquire_claim(serial, scope=scope, socket_path="")
+                except BaseException:
+                    lock.release()
+                    raise
+                return ClaimedDevice(serial=serial, adb=candidate.adb, scope=scope, fingerprint={}, lock=lock, claim=claim)
+            if not sibling_holds or time.monotonic() >= deadline:
+                raise DeviceBusy("; ".join(refusals) or "no candidate device")
+            time.sleep(_SIBLING_POLL_S)
 
 
 @dataclass
