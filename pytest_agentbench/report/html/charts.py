@@ -59,7 +59,7 @@ def pass_rate_chart(points: Sequence[SuitePoint], *, level: str = "95%") -> str 
     """
     if not points:
         return None
-    left, plot, right, row, top = 150, 260, 230, 26, 28
+    left, plot, right, row, top = 172, 260, 200, 26, 28
     width, height = left + plot + right, top + row * len(points) + 30
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" id="pass-rate-chart" width="{width}" height="{height}" '
@@ -73,7 +73,7 @@ def pass_rate_chart(points: Sequence[SuitePoint], *, level: str = "95%") -> str 
     for index, point in enumerate(points):
         y = top + row * index
         middle = y + row / 2
-        name = point.suite if len(point.suite) <= 24 else point.suite[:23] + "…"
+        name = point.suite if len(point.suite) <= 22 else point.suite[:21] + "…"
         parts.append(f'<g class="suite" data-suite="{escape(point.suite)}"><title>{escape(point.suite)}: {escape(_label(point))}</title>')
         parts.append(_text(left - 8, middle + 4, name, anchor="end", css="name"))
         if point.rate is not None:
@@ -128,7 +128,7 @@ def cost_chart(points: Sequence[SuitePoint]) -> str | None:
     shown = [p for p in points if p.rate is not None and p.cost is not None]
     if not shown:
         return None
-    left, top, plot_w, plot_h = 56, 30, 360, 200
+    left, top, plot_w, plot_h = 56, 40, 320, 200
     width, height = left + plot_w + 150, top + plot_h + 44
     x_max = _nice_max(max(p.cost or 0.0 for p in shown))
     parts = [

@@ -31,6 +31,8 @@ RUN_FILES = (
 _KNOWN_CHECK_KEYS = ("kind", "name", "expected", "seen", "passed")
 _DIFF_CLASS = {" ": "same", "-": "missing", "+": "extra"}
 _SEEN_CHARS = 2000
+#: Above this many rows the timeline's off-screen rows are not laid out until scrolled to.
+LONG_TIMELINE_ROWS = 200
 
 
 def anchor_for(index: int, suite: str) -> str:
@@ -164,6 +166,9 @@ def run_view(result: Mapping[str, Any], *, index: int, assets: Assets, environ: 
         "time": time_view(result),
         "screens": _screens(run_dir, assets, key),
         "timeline": timeline, "timeline_note": timeline_note,
+        # Only a long timeline lets the browser skip rows off screen: a short one is drawn whole
+        # (so it prints, and a screenshot of the page shows it).
+        "timeline_class": "timeline long" if len(timeline) > LONG_TIMELINE_ROWS else "timeline",
         "calls_with_shots": sum(1 for row in timeline if row.get("shot_src")),
         "final_text": final_text,
         "diff": [{"op": str(d.get("op")), "tool": str(d.get("tool")), "class": _DIFF_CLASS.get(str(d.get("op")), "same")}
