@@ -317,3 +317,23 @@ def test_a_page_that_cannot_be_written_is_one_red_line_not_a_traceback(pytester:
     assert result.ret == 0
     result.stdout.fnmatch_lines(["*agentbench html report: could not write *blocker/report.html*"])
     assert "Traceback" not in result.stdout.str()
+
+
+def test_a_run_with_a_baseline_shows_the_sequence_diff_the_deltas_and_the_flags(tmp_path: Path) -> None:
+    from pytest_agentbench.report.document import build_result_document
+
+    run_dir = _run_dir(tmp_path, _events(("observe", {}, "ok", False)))
+    audit = {"verdict": {"status": "passed", "reasons": []}, "checks": [], "stumbles": [],
+             "metrics": {"toolCalls": 3, "costUsd": 0.3, "wallClockSeconds": 2.5}, "tool_sequence": ["observe", "tapOn", "tapOn"]}
+    baseline = {"recordedAt": "2026-11-30T03:00:00Z", "metrics": {"toolCalls": 2, "costUsd": 0.1, "wallClockSeconds": 1.0},
+                "observedModel": "claude-old"}
+    result = build_result_document(suite_name="s", suite_file="s.yml", run_dir=str(run_dir), audit=audit,
+                                   fingerprints={"observedModel": "claude-new"}, scoring_code="x", baseline=baseline,
+                                   baseline_tool_sequence=["observe", "swipeOn", "tapOn"])
+    values = page_values({"runs": [result]}, assets=Assets(tmp_path / "p.html"), environ={}, title="t")
+    (run,) = values["runs"]
+    assert [(line["op"], line["tool"], line["class"]) for line in run["diff"]] == [
+        (" ", "observe", "same"), ("-", "swipeOn", "missing"), (" ", "tapOn", "same"), ("+", "tapOn", "extra")]
+    assert any("observed model differs" in flag for flag in run["flags"])
+    assert values["rows"][0]["deltas"] == "calls +1, cost +0.20, wall +1.50" and values["rows"][0]["flags"] >= 1
+    assert {"metric": "toolCalls", "actual": "3", "baseline": "2", "delta": "+1 (+50%)"} in run["metric_rows"]

@@ -42,13 +42,14 @@ class Assets:
         self.embedded_bytes = 0
         self.written: list[Path] = []
         self._prepared = False
+        # An earlier page's folder goes first, so nothing stale sits next to the new page; only a
+        # folder this package made (it holds the marker) is ever removed.
+        if (self.files_dir / MARKER).is_file():
+            shutil.rmtree(self.files_dir)
 
     def _prepare(self) -> None:
         if self._prepared:
             return
-        # Only a directory this package made is emptied: a stale picture must not pair with a new run.
-        if (self.files_dir / MARKER).is_file():
-            shutil.rmtree(self.files_dir)
         self.files_dir.mkdir(parents=True, exist_ok=True)
         (self.files_dir / MARKER).write_text(f"written by pytest-agentbench for {self.page.name}\n", encoding="utf-8")
         self._prepared = True
