@@ -336,4 +336,4 @@ def test_a_run_with_a_baseline_shows_the_sequence_diff_the_deltas_and_the_flags(
         (" ", "observe", "same"), ("-", "swipeOn", "missing"), (" ", "tapOn", "same"), ("+", "tapOn", "extra")]
     assert any("observed model differs" in flag for flag in run["flags"])
     assert values["rows"][0]["deltas"] == "calls +1, cost +0.20, wall +1.50" and values["rows"][0]["flags"] >= 1
-    assert {"metric": "toolCalls", "actual": "3", "baseline": "2", "delta": "+1 (+50%)"} in run["metric_rows"]
+    assert {"metric": "toolCalls", "actual": "3", "baseline": "2", "delta": "+1 (+50.0%)"} in run["metric_rows"]

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agentbench.audit.transcript import parse_file
+from pytest_agentbench.baseline.compare import format_delta, format_number
 from pytest_agentbench.errors import TranscriptError
 from pytest_agentbench.report.document import scrub, verdict_status
 from pytest_agentbench.report.html.assets import Assets
@@ -176,8 +177,9 @@ def run_view(result: Mapping[str, Any], *, index: int, assets: Assets, environ: 
         "has_baseline": bool(result.get("baseline")),
         "flags": [str(f.get("message")) for f in comparison.get("flags") or []],
         "metric_rows": [
-            {"metric": str(r.get("metric")), "actual": _number(r.get("actual")), "baseline": _number(r.get("baseline")),
-             "delta": _delta(r.get("delta"), r.get("deltaPercent"))}
+            # The text report's formats, so the page and the terminal say the same thing.
+            {"metric": str(r.get("metric")), "actual": format_number(r.get("actual")), "baseline": format_number(r.get("baseline")),
+             "delta": format_delta(r.get("delta"), r.get("deltaPercent"))}
             for r in comparison.get("metricRows") or []
         ],
         "files": files, "run_dir": str(run_dir), "run_dir_href": assets.href(run_dir),
@@ -186,12 +188,3 @@ def run_view(result: Mapping[str, Any], *, index: int, assets: Assets, environ: 
         "recorded_verdict": str(((rerendered or {}).get("verdictWhenRecorded") or {}).get("status") or ""),
     }
 
-
-def _delta(delta: Any, percent: Any) -> str:
-    if delta is None:
-        return "–"
-    sign = "+" if delta > 0 else ""
-    shown = f"{sign}{delta:.2f}" if isinstance(delta, float) else f"{sign}{delta}"
-    if percent is not None:
-        shown += f" ({'+' if percent > 0 else ''}{percent:.0f}%)"
-    return shown
