@@ -115,6 +115,10 @@ def add_options(parser: pytest.Parser) -> None:
         help="Compare this session with an earlier --agentbench-json document: pass rates, their difference, an exact test",
     )
     group.addoption(
+        "--agentbench-html", dest="agentbench_html", metavar="PATH", default=None,
+        help="Write the session's HTML report (one self-contained page, screenshots per call) to PATH",
+    )
+    group.addoption(
         "--agentbench-from-result", dest="agentbench_from_result", metavar="RUN", action="append", default=[],
         help="Re-render an earlier run (its directory or result.json) without running the agent (repeatable)",
     )
@@ -166,6 +170,12 @@ class AgentbenchOptions:
     repeat: int = 1
     seed: int = DEFAULT_SEED
     compare_path: Path | None = None
+    html_path: Path | None = None
+
+    @property
+    def screenshots(self) -> bool:
+        """Whether the MCP server saves a screenshot after each device call: only for the HTML report."""
+        return self.html_path is not None
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> AgentbenchOptions:
@@ -187,6 +197,7 @@ class AgentbenchOptions:
         automobile_dir = config.getini("agentbench_automobile_dir")
         invocation_dir = Path(config.invocation_params.dir)
         json_path = config.getoption("agentbench_json")
+        html_path = config.getoption("agentbench_html")
         record_baseline = bool(config.getoption("agentbench_record_baseline"))
         update_suites = bool(config.getoption("agentbench_update_suites"))
         dry_run = bool(config.getoption("agentbench_dry_run"))
@@ -218,4 +229,5 @@ class AgentbenchOptions:
             repeat=repeat,
             seed=int(config.getoption("agentbench_seed")),
             compare_path=(invocation_dir / compare).absolute() if compare else None,
+            html_path=(invocation_dir / html_path).absolute() if html_path else None,
         )

@@ -118,6 +118,16 @@ class AgentbenchSession:
             return None
         return compare_with(self.baseline_session, self.results, list(self.unrecorded.values()), path=self.options.compare_path)
 
+    def session_document(self) -> dict[str, Any]:
+        """The session document (`--agentbench-json` writes it; the HTML report renders it)."""
+        comparison = self.comparison()
+        return build_session_document(
+            self.results, started_at=self.started_at, finished_at=_now(), seed=self.options.seed,
+            repeat=self.options.repeat, statistics=statistics_block(self.statistics()),
+            unrecorded=[run.to_json() for run in self.unrecorded.values()],
+            comparison=comparison_block(comparison) if comparison is not None else None,
+        )
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         # tryfirst: the suite-level JUnit properties must be in place before junitxml writes its file.
@@ -131,13 +141,7 @@ class AgentbenchSession:
         statistics = self.statistics()
         _add_junit_properties(self.config, [("agentbench.seed", str(self.options.seed)), *junit_properties(statistics)])
         if self.options.json_path is not None:
-            comparison = self.comparison()
-            document = build_session_document(
-                self.results, started_at=self.started_at, finished_at=_now(), seed=self.options.seed,
-                repeat=self.options.repeat, statistics=statistics_block(statistics),
-                unrecorded=[run.to_json() for run in self.unrecorded.values()],
-                comparison=comparison_block(comparison) if comparison is not None else None,
-            )
+            document = self.session_document()
             self.options.json_path.parent.mkdir(parents=True, exist_ok=True)
             self.options.json_path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_agentbench.device.claims import read_claim_holder
-from pytest_agentbench.device.uiautomator import dump_screen, parse_hierarchy
+from pytest_agentbench.device.capture import capture_screen, hierarchy_of
+from pytest_agentbench.device.uiautomator import parse_hierarchy
 from pytest_agentbench.errors import DeviceError, DeviceLost, DeviceUnavailable
 from pytest_agentbench.run.record import ScreenSnapshot
 from pytest_agentbench.servers import RUN_TOKEN_ENV, DaemonSpec
@@ -167,24 +168,42 @@ def stop_run_daemons(
 
 
 def read_post_run_screen(device: ClaimedDevice, suite: Suite, artifacts: RunArtifacts) -> tuple[ScreenSnapshot | None, str | None]:
-    """Take the claim back and dump the screen (suites with screen checks only).
+    """Take the claim back and capture the screen: `screen.xml` and `screen.png` in one round trip.
+
+    Every run saves the post-run screen for people to look at; only a suite with screen checks
+    gets a snapshot for the audit, so for the others a capture that fails is written to
+    `postrun.log` and changes nothing. A screen someone else may be driving is not read at all.
 
     Returns:
         The snapshot (None when the suite has no screen checks) and, when the device went
         away, what adb said (the audit then calls the run incomplete).
     """
     reclaim = device.take_back()
-    if not suite.verify.screen_includes:
-        return None, None
+    judged = bool(suite.verify.screen_includes)
     if not reclaim.screen_readable:
-        return ScreenSnapshot(None, reclaim.reason), None
+        return (ScreenSnapshot(None, reclaim.reason) if judged else None), None
     try:
-        xml = dump_screen(device.adb, device.serial)
+        capture = capture_screen(device.adb, device.serial)
+        if capture.png is not None:
+            artifacts.screen_png.write_bytes(capture.png)
+        if capture.problems:
+            _log(artifacts.postrun_log, [f"screen: {problem}" for problem in capture.problems])
+        xml = hierarchy_of(capture, device.serial)
     except (DeviceLost, DeviceUnavailable) as lost:
         # The device was online through preflight; if the adb server can no longer reach it now
         # (gone, offline), it went away during the run: that is not the agent's failed check.
+        if not judged:
+            _log(artifacts.postrun_log, [f"screen: not captured, the device went away: {lost}"])
+            return None, None
         return ScreenSnapshot(None, f"the device went away: {lost}"), str(lost)
     except DeviceError as error:
+        if not judged:
+            return None, None
         return ScreenSnapshot(None, f"the screen could not be dumped: {error}"), None
     artifacts.screen.write_text(xml, encoding="utf-8")
-    return ScreenSnapshot(parse_hierarchy(xml)), None
+    return (ScreenSnapshot(parse_hierarchy(xml)) if judged else None), None
+
+
+def _log(path: Path, lines: list[str]) -> None:
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write("\n".join(lines) + "\n")

@@ -13,8 +13,9 @@ from typing import Mapping
 from xml.sax.saxutils import escape, quoteattr
 
 from pytest_agentbench.device.adb import Adb
+from pytest_agentbench.device.capture import ScreenCapture, capture_screen, hierarchy_of
 from pytest_agentbench.device.shellscript import Script, quote, sh
-from pytest_agentbench.device.uiautomator import app_texts, dump_screen, missing_texts, parse_hierarchy
+from pytest_agentbench.device.uiautomator import app_texts, missing_texts, parse_hierarchy
 from pytest_agentbench.errors import DeviceUnavailable, PreflightError
 from pytest_agentbench.run.fingerprints import device_fingerprint_script, parse_app_build, parse_device_fingerprint
 from pytest_agentbench.suite import AppSpec, PrefValue, PreflightSpec
@@ -204,8 +205,8 @@ def run_preflight(
 ) -> PreflightResult:
     """Put the device and app into the suite's start state; nothing here is measured.
 
-    Writes `preflight.log` and `preflight/` (staged preference files, `start-screen.xml`) under
-    `run_dir`. With `app.apk_path`, installs the APK and checks the installed base APK's SHA-256.
+    Writes `preflight.log`, `preflight/` (staged preference files), and the start screen
+    (`start-screen.xml`, `start-screen.png`) under `run_dir`. With `app.apk_path`, installs the APK and checks the installed base APK's SHA-256.
 
     Args:
         adb: The device layer.
@@ -276,12 +277,14 @@ def run_preflight(
         sleep(preflight.settle_seconds)
 
     texts: tuple[str, ...] = ()
+    # The start screen is always saved (start-screen.xml + .png): one exec-out, the one the
+    # start-screen check needs anyway, so the PNG costs no extra round trip for such suites.
+    capture = save_screen(adb, serial, run_dir, "start-screen", log)
     if preflight.start_screen_includes:
-        xml = dump_screen(adb, serial)
+        xml = hierarchy_of(capture, serial)
         texts = tuple(app_texts(parse_hierarchy(xml), package))
         missing = missing_texts(preflight.start_screen_includes, list(texts))
         if missing:
-            (run_dir / "start-screen.xml").write_text(xml, encoding="utf-8")
             raise PreflightError(
                 f"the start screen does not show {', '.join(repr(m) for m in missing)}; "
                 f"the app shows: {', '.join(repr(t) for t in texts[:20]) or '(no text of this app)'}; "
@@ -291,6 +294,18 @@ def run_preflight(
     trips = adb.round_trips - trips_before
     log.write(f"preflight done in {trips} adb round trips")
     return PreflightResult(app_build=build, round_trips=trips, start_screen_texts=texts, device_fingerprint=fingerprint)
+
+
+def save_screen(adb: Adb, serial: str, run_dir: Path, stem: str, log: PreflightLog) -> ScreenCapture:
+    """Capture the screen in one round trip and write `<stem>.xml` and `<stem>.png` into `run_dir` (each when the device gave it)."""
+    capture = capture_screen(adb, serial)
+    if capture.xml is not None:
+        (run_dir / f"{stem}.xml").write_text(capture.xml, encoding="utf-8")
+    if capture.png is not None:
+        (run_dir / f"{stem}.png").write_bytes(capture.png)
+    for problem in capture.problems:
+        log.write(f"{stem}: {problem}")
+    return capture
 
 
 def _app_build_lines(output: str) -> str:
