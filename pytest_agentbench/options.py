@@ -95,6 +95,10 @@ def add_options(parser: pytest.Parser) -> None:
         "--agentbench-update-suites", dest="agentbench_update_suites", action="store_true", default=False,
         help="With --agentbench-record-baseline: also write the recorded baseline into the suite file, keeping its comments",
     )
+    group.addoption(
+        "--agentbench-prove", dest="agentbench_prove", action="store_true", default=False,
+        help="Prove every suite's checks with its prove: scenarios (pass, fail, fresh state) and no agent",
+    )
     parser.addini("agentbench_output", help="Artifact root for run directories, relative to the rootdir", default=DEFAULT_OUTPUT)
     parser.addini(
         "agentbench_suite_dirs", type="args", default=list(DEFAULT_SUITE_DIRS),
@@ -102,7 +106,7 @@ def add_options(parser: pytest.Parser) -> None:
     )
     parser.addini(
         "agentbench_server", default=DEFAULT_SERVER,
-        help="MCP server profile the agent gets: agentbench, auto-mobile or mobile-mcp",
+        help="MCP server profile the agent gets: agentbench, auto-mobile, mobile-mcp or adb-shell",
     )
     parser.addini(
         "agentbench_automobile_dir", default="",
@@ -127,6 +131,7 @@ class AgentbenchOptions:
     from_results: tuple[Path, ...] = ()
     record_baseline: bool = False
     update_suites: bool = False
+    prove: bool = False
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> AgentbenchOptions:
@@ -155,6 +160,10 @@ class AgentbenchOptions:
             raise pytest.UsageError("--agentbench-dry-run runs nothing: it cannot be combined with --agentbench-record-baseline or --agentbench-from-result")
         if update_suites and not record_baseline:
             raise pytest.UsageError("--agentbench-update-suites only works with --agentbench-record-baseline")
+        prove = bool(config.getoption("agentbench_prove"))
+        if prove and (dry_run or record_baseline or config.getoption("agentbench_from_result")):
+            raise pytest.UsageError("--agentbench-prove drives the device without an agent: it cannot be combined with "
+                                    "--agentbench-dry-run, --agentbench-record-baseline or --agentbench-from-result")
         return cls(
             device=config.getoption("agentbench_device"),
             model=config.getoption("agentbench_model"),
@@ -169,4 +178,5 @@ class AgentbenchOptions:
             from_results=tuple((invocation_dir / p).absolute() for p in config.getoption("agentbench_from_result") or ()),
             record_baseline=record_baseline,
             update_suites=update_suites,
+            prove=prove,
         )

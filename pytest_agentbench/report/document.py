@@ -90,6 +90,7 @@ def build_result_document(
     audit_inputs: Mapping[str, Any] | None = None,
     preflight_round_trips: int | None = None,
     environ: Mapping[str, str] | None = None,
+    cleanup: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The result.json document of one run: metadata, audit, metrics, comparison and fingerprints.
 
@@ -116,6 +117,7 @@ def build_result_document(
             re-audit of the saved run sees exactly what this audit saw.
         preflight_round_trips: adb round trips preflight spent.
         environ: The run's environment, only to mask secrets that leaked into evidence text.
+        cleanup: What cleanup did and left (`run.cleanup.run_cleanup`); shown, never judged.
 
     Returns:
         A JSON-serialisable dict; `render_text_report` renders it without any other input, so
@@ -167,6 +169,7 @@ def build_result_document(
         "scoringCode": scoring_code,
         "auditInputs": dict(audit_inputs or {}),
         "preflight": {"roundTrips": preflight_round_trips, "appBuild": current.get("appBuild")},
+        "cleanup": _plain(cleanup) if cleanup is not None else None,
     }
     return scrub(document, environ)
 

@@ -14,15 +14,18 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pytest_agentbench.checks.base import DeviceReads, Read
+from pytest_agentbench.checks.read import read_device, save_reads
 from pytest_agentbench.device.claims import read_claim_holder
-from pytest_agentbench.device.uiautomator import dump_screen, parse_hierarchy
+from pytest_agentbench.device.shellscript import sh
+from pytest_agentbench.device.uiautomator import dump_screen, extract_hierarchy, parse_hierarchy
 from pytest_agentbench.errors import DeviceError, DeviceLost, DeviceUnavailable
-from pytest_agentbench.run.record import ScreenSnapshot
+from pytest_agentbench.run.record import DeviceState, ScreenSnapshot
 from pytest_agentbench.servers import RUN_TOKEN_ENV, DaemonSpec
 
 if TYPE_CHECKING:
@@ -173,18 +176,66 @@ def read_post_run_screen(device: ClaimedDevice, suite: Suite, artifacts: RunArti
         The snapshot (None when the suite has no screen checks) and, when the device went
         away, what adb said (the audit then calls the run incomplete).
     """
+    state = read_post_run_state(device, suite, artifacts)
+    return state.screen, state.device_lost
+
+
+@dataclass(frozen=True)
+class PostRunState:
+    """What post-run read: the screen, the device checks' after-reads, and whether the device went away."""
+
+    screen: ScreenSnapshot | None
+    device_after: DeviceReads | None = None
+    device_unavailable: str | None = None
+    device_lost: str | None = None
+
+    def device_state(self, before: DeviceReads | None) -> DeviceState:
+        return DeviceState(before, self.device_after, self.device_unavailable)
+
+
+def read_post_run_state(device: ClaimedDevice, suite: Suite, artifacts: RunArtifacts,
+                        reads: Sequence[Read] = ()) -> PostRunState:
+    """Take the claim back, then dump the screen and make the device checks' after-reads in one round trip.
+
+    Args:
+        device: The claimed device (the agent's server held its claim).
+        suite: The suite (its screen checks decide whether the screen is dumped).
+        artifacts: The run's files (screen.xml; device-after.json goes beside them).
+        reads: The after-reads (`checks.SuiteChecks.after_reads`).
+
+    Returns:
+        The screen (None when the suite has no screen checks), the after-reads (None when there
+        are none or the device could not be read, with the reason), and what adb said when the
+        device went away (the audit then calls the run incomplete).
+    """
     reclaim = device.take_back()
-    if not suite.verify.screen_includes:
-        return None, None
+    wants_screen = bool(suite.verify.screen_includes)
+    if not wants_screen and not reads:
+        return PostRunState(None)
+    after: DeviceReads | None = None
     if not reclaim.screen_readable:
-        return ScreenSnapshot(None, reclaim.reason), None
+        # Someone else holds the phone: neither its screen nor its state is this run's to read.
+        return PostRunState(ScreenSnapshot(None, reclaim.reason) if wants_screen else None, None, reclaim.reason)
     try:
-        xml = dump_screen(device.adb, device.serial)
+        if reads:
+            batch = read_device(device.adb, device.serial, reads,
+                                prefix=sh("uiautomator", "dump", "/dev/tty") if wants_screen else None)
+            after = batch.reads
+            save_reads(after, artifacts.run_dir, "after")
+            raw_screen = batch.prefix_output
+        else:
+            raw_screen = b""
+        if not wants_screen:
+            return PostRunState(None, after)
+        xml = extract_hierarchy(raw_screen) if reads else dump_screen(device.adb, device.serial)
     except (DeviceLost, DeviceUnavailable) as lost:
         # The device was online through preflight; if the adb server can no longer reach it now
         # (gone, offline), it went away during the run: that is not the agent's failed check.
-        return ScreenSnapshot(None, f"the device went away: {lost}"), str(lost)
+        why = f"the device went away: {lost}"
+        return PostRunState(ScreenSnapshot(None, why) if wants_screen else None, None, why, str(lost))
     except DeviceError as error:
-        return ScreenSnapshot(None, f"the screen could not be dumped: {error}"), None
+        return PostRunState(ScreenSnapshot(None, f"the screen could not be dumped: {error}"), after)
+    except ValueError as error:  # extract_hierarchy: the dump printed no hierarchy
+        return PostRunState(ScreenSnapshot(None, f"the screen could not be dumped: {error}"), after)
     artifacts.screen.write_text(xml, encoding="utf-8")
-    return ScreenSnapshot(parse_hierarchy(xml)), None
+    return PostRunState(ScreenSnapshot(parse_hierarchy(xml)), after)

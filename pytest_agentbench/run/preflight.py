@@ -9,13 +9,15 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Sequence
 from xml.sax.saxutils import escape, quoteattr
 
+from pytest_agentbench.checks.base import DeviceReads, Read
+from pytest_agentbench.checks.read import read_device, save_reads
 from pytest_agentbench.device.adb import Adb
 from pytest_agentbench.device.shellscript import Script, quote, sh
-from pytest_agentbench.device.uiautomator import app_texts, dump_screen, missing_texts, parse_hierarchy
-from pytest_agentbench.errors import DeviceUnavailable, PreflightError
+from pytest_agentbench.device.uiautomator import app_texts, dump_screen, extract_hierarchy, missing_texts, parse_hierarchy
+from pytest_agentbench.errors import DeviceError, DeviceUnavailable, PreflightError
 from pytest_agentbench.run.fingerprints import device_fingerprint_script, parse_app_build, parse_device_fingerprint
 from pytest_agentbench.suite import AppSpec, PrefValue, PreflightSpec
 
@@ -50,6 +52,8 @@ class PreflightResult:
     round_trips: int
     start_screen_texts: tuple[str, ...] = ()
     device_fingerprint: Mapping[str, str] = field(default_factory=dict)
+    #: The device checks' before-snapshot reads (None when the suite needs none), saved as device-before.json.
+    device_before: DeviceReads | None = None
 
 
 # ----------------------------------------------------------------------------- pure parts
@@ -201,11 +205,14 @@ def run_preflight(
     preflight: PreflightSpec,
     run_dir: Path,
     sleep=time.sleep,
+    device_reads: Sequence[Read] = (),
 ) -> PreflightResult:
     """Put the device and app into the suite's start state; nothing here is measured.
 
     Writes `preflight.log` and `preflight/` (staged preference files, `start-screen.xml`) under
     `run_dir`. With `app.apk_path`, installs the APK and checks the installed base APK's SHA-256.
+    With `device_reads`, the last step reads the device checks' before-snapshot (in the start
+    screen's round trip when there is one) and saves it as `device-before.json`.
 
     Args:
         adb: The device layer.
@@ -214,6 +221,7 @@ def run_preflight(
         preflight: The suite's preflight settings.
         run_dir: The run directory.
         sleep: Waits `settleSeconds` (injected by tests).
+        device_reads: What the device checks and cleanup read before the agent starts.
 
     Returns:
         The device fingerprint and app build read this run, and the round trips spent.
@@ -276,8 +284,18 @@ def run_preflight(
         sleep(preflight.settle_seconds)
 
     texts: tuple[str, ...] = ()
+    before: DeviceReads | None = None
     if preflight.start_screen_includes:
-        xml = dump_screen(adb, serial)
+        if device_reads:
+            # The before-snapshot rides in the start screen's round trip: both read the settled state.
+            batch = read_device(adb, serial, device_reads, prefix=sh("uiautomator", "dump", "/dev/tty"))
+            before = _saved_before(batch.reads, run_dir, log)
+            try:
+                xml = extract_hierarchy(batch.prefix_output)
+            except ValueError as exc:
+                raise DeviceError(f"{serial}: {exc}", command="uiautomator dump /dev/tty") from None
+        else:
+            xml = dump_screen(adb, serial)
         texts = tuple(app_texts(parse_hierarchy(xml), package))
         missing = missing_texts(preflight.start_screen_includes, list(texts))
         if missing:
@@ -288,9 +306,20 @@ def run_preflight(
                 f"see {run_dir / 'start-screen.xml'} for where the app landed"
             )
         log.write(f"start screen shows {list(preflight.start_screen_includes)}")
+    elif device_reads:
+        before = _saved_before(read_device(adb, serial, device_reads).reads, run_dir, log)
     trips = adb.round_trips - trips_before
     log.write(f"preflight done in {trips} adb round trips")
-    return PreflightResult(app_build=build, round_trips=trips, start_screen_texts=texts, device_fingerprint=fingerprint)
+    return PreflightResult(app_build=build, round_trips=trips, start_screen_texts=texts, device_fingerprint=fingerprint,
+                           device_before=before)
+
+
+def _saved_before(reads: DeviceReads, run_dir: Path, log: PreflightLog) -> DeviceReads:
+    path = save_reads(reads, run_dir, "before")
+    failed = [key for key, raw in reads.reads.items() if raw.status != 0]
+    log.write(f"device before-snapshot: {len(reads.reads)} reads -> {path.name}"
+              + (f" ({len(failed)} did not exit 0: {', '.join(failed)})" if failed else ""))
+    return reads
 
 
 def _app_build_lines(output: str) -> str:

@@ -19,6 +19,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
 from pytest_agentbench.errors import SuiteError
+from pytest_agentbench.suite.device_rules import device_problems
 
 PLACEHOLDERS = ("deviceSerial", "packageName", "runDirectory")
 # Anything that looks like a placeholder; other braces (JSON in a prompt) are left alone.
@@ -62,10 +63,16 @@ class ClaudeSpec:
 
 @dataclass(frozen=True)
 class VerifySpec:
-    """The hard checks: texts the final answer and the post-run screen must show."""
+    """The hard checks: texts the final answer and the post-run screen must show, device checks, shell use.
+
+    ``device`` keeps the validated `verify.device` entries as mappings; the checks stage
+    (`checks.parse_device_checks`) turns them into typed specs.
+    """
 
     answer_includes: tuple[str, ...]
     screen_includes: tuple[str, ...]
+    device: tuple[Mapping[str, Any], ...] = ()
+    no_shell: bool = False
 
 
 @dataclass(frozen=True)
@@ -87,6 +94,10 @@ class Suite:
     baseline: dict | None
     baseline_tool_sequence: tuple[str, ...]
     raw: dict
+    #: The validated `cleanup:` steps (mappings), run after the post-run reads.
+    cleanup: tuple[Mapping[str, Any], ...] = ()
+    #: The validated `prove:` block, or None.
+    prove: Mapping[str, Any] | None = None
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -286,6 +297,7 @@ def _code_rules(path: Path, data: dict, rootdir: Path, problems: list[str]) -> t
             if isinstance(values, dict):
                 for key, value in values.items():
                     problems += _pref_value_problems(f"preflight.sharedPreferences.{file_name}.{key}", value)
+    problems += device_problems(data)
     return prompt_path, prompt_text
 
 
@@ -391,7 +403,9 @@ def _build(path: Path, data: dict, line: int, rootdir: Path, prompt_path: Path, 
         ),
         verify=VerifySpec(
             answer_includes=tuple(verify.get("answerIncludes", ())),
-            screen_includes=tuple(verify["screenIncludes"]),
+            screen_includes=tuple(verify.get("screenIncludes", ())),
+            device=tuple(verify.get("device", ())),
+            no_shell=bool(verify.get("noShell", False)),
         ),
         failure_patterns=tuple(data.get("failurePatterns", ())),
         ignored_failure_patterns=tuple(data.get("ignoredFailurePatterns", ())),
@@ -399,6 +413,8 @@ def _build(path: Path, data: dict, line: int, rootdir: Path, prompt_path: Path, 
         baseline=data.get("baseline") or None,
         baseline_tool_sequence=tuple(data.get("baselineToolSequence", ())),
         raw=data,
+        cleanup=tuple(data.get("cleanup", ())),
+        prove=data.get("prove"),
     )
 
 
