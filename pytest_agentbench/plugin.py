@@ -63,8 +63,14 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> SuiteFile 
 class SuiteFile(pytest.File):
     """A suite YAML file; collecting it validates the suite and yields its one item."""
 
-    def collect(self) -> Iterator[SuiteItem]:
+    def collect(self) -> Iterator[pytest.Item]:
         suite = load_suite(self.path, self.config.rootpath)
+        if self.config.stash[session_key].options.prove:
+            # --agentbench-prove: the suite's proof items replace its run item.
+            from pytest_agentbench.prove import prove_items
+
+            yield from prove_items(self, suite)
+            return
         yield SuiteItem.from_parent(self, name=suite.name, suite=suite)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:

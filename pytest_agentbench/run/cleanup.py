@@ -71,7 +71,7 @@ def run_cleanup(
         actions.append({"action": action.description, "command": action.script.text, "status": status, "output": output})
         if status != 0 or "Error" in output or "Exception" in output:
             failed.append(f"{action.description} (`{action.script.text}`) exited {status}: {output or 'no output'}")
-    reread = DeviceReads({read.key: batch.reads[read.key] for read in tracker_reads if read.key in batch.reads},
+    reread = DeviceReads({read.key: batch.reads.reads[read.key] for read in tracker_reads if read.key in batch.reads.reads},
                          batch.reads.read_at)
     if tracker_reads:
         save_reads(reread, run_dir, "cleanup")
