@@ -46,12 +46,17 @@ DEFAULT_FILE = "files/events.jsonl"
 _SHOWN_EVENTS = 12
 
 
+def _plain(value: Any) -> str:
+    # As a suite writes it in YAML: bare strings, JSON for the rest (false, 3, null).
+    return value if isinstance(value, str) else show(value)
+
+
 @dataclass(frozen=True)
 class Step:
     fields: tuple[tuple[str, Matcher], ...]
 
     def describe(self) -> str:
-        return "{" + ", ".join(f"{key}: {matcher.value if matcher.op == 'equals' else matcher.describe()}"
+        return "{" + ", ".join(f"{key}: {_plain(matcher.value) if matcher.op == 'equals' else matcher.describe()}"
                                for key, matcher in self.fields) + "}"
 
     def matches(self, event: Mapping[str, Any]) -> bool:
