@@ -189,8 +189,39 @@ def lab_suite(name: str, **overrides: Any) -> dict[str, Any]:
         },
     }
     for key, value in overrides.items():
-        if isinstance(value, dict) and isinstance(suite.get(key), dict):
+        # Settings blocks merge; a prove block replaces the default one.
+        if isinstance(value, dict) and isinstance(suite.get(key), dict) and key != "prove":
             suite[key] = {**suite[key], **value}
         else:
             suite[key] = value
     return suite
+
+
+def write_project(root, suites: dict[str, dict[str, Any]], plans: dict[str, dict[str, Any]] | None = None,
+                  *, ini: str = "") -> Any:
+    """A benchmark project: pytest.ini, benchmark/agent/{suites,plans,prompts}; returns the root."""
+    import yaml
+
+    agent = root / "benchmark" / "agent"
+    for directory in ("suites", "plans", "prompts"):
+        (agent / directory).mkdir(parents=True, exist_ok=True)
+    (root / "pytest.ini").write_text("[pytest]\n" + ini, encoding="utf-8")
+    (agent / "prompts" / "lab.txt").write_text("Use the Checks Lab on {deviceSerial}, then answer LAB: done.\n", encoding="utf-8")
+    for name, suite in suites.items():
+        (agent / "suites" / f"{name}.yml").write_text(yaml.safe_dump(suite, sort_keys=False), encoding="utf-8")
+    for name, plan in (plans or {}).items():
+        (agent / "plans" / f"{name}.yml").write_text(yaml.safe_dump(plan, sort_keys=False), encoding="utf-8")
+    return root
+
+
+def phone_sources(phone: Phone) -> dict[str, Any]:
+    """What cleanup must leave as it found it, read host-side: contacts, SMS, threads, images, Wi-Fi, restricted apps."""
+    ignore = mode_from_text("ignore")
+    return {
+        "contacts": phone.content_query("content://com.android.contacts/raw_contacts", ["_id", "display_name"]),
+        "sms": phone.content_query("content://sms", ["_id", "address", "body"]),
+        "threads": phone.content_query("content://sms/conversations"),
+        "images": phone.content_query("content://media/external/images/media", ["_id", "_display_name", "width"]),
+        "wifi_on": phone.settings["global"].get("wifi_on"),
+        "restricted": sorted(phone.appops.packages_in_mode("RUN_ANY_IN_BACKGROUND", ignore)),
+    }
