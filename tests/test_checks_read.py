@@ -144,3 +144,14 @@ def test_the_contacts_database_comes_back_whole_as_root(tmp_path: Path) -> None:
     user_build = PhoneAdb(lab_phone(props={"ro.build.type": "user"}))
     (refused,) = evaluate([check], None, read_device(user_build, "sim", check.reads()).reads, CheckContext())
     assert not refused.passed and "needs root and this device has no `su`" in refused.seen
+
+
+def test_a_checker_that_trips_over_odd_output_fails_its_check_with_a_sentence(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_agentbench.checks import media
+
+    (check,) = parse_device_checks([FIVE_CHECKS[4]])
+    monkeypatch.setattr(media, "_typed", lambda row: row["no such column"])
+    reads = DeviceReads({read.key: RawRead(0, "Row: 0 _id=1, _display_name=a, _data=b, width=1, height=1\n")
+                         for read in check.reads()})
+    (result,) = evaluate([check], reads, reads, CheckContext())
+    assert not result.passed and "could not judge what the device answered (KeyError" in result.seen

@@ -102,9 +102,14 @@ def evaluate(
             why = unavailable or "the device state was not read after the run"
             results.append(failed(check.kind, check.name, check.spec.describe(), why))
             continue
-        before_snapshot = check.snapshot(before) if before is not None and check.module.USES_BEFORE else None
-        after_snapshot = check.snapshot(after or DeviceReads())
-        results.append(check.module.validate(before_snapshot, after_snapshot, check.spec, context))
+        try:
+            before_snapshot = check.snapshot(before) if before is not None and check.module.USES_BEFORE else None
+            after_snapshot = check.snapshot(after or DeviceReads())
+            results.append(check.module.validate(before_snapshot, after_snapshot, check.spec, context))
+        except Exception as exc:  # noqa: BLE001 - a checker bug must fail its check with a sentence, not the audit
+            why = (f"the {check.kind} check could not judge what the device answered ({type(exc).__name__}: {exc}); "
+                   "this is a bug in the checker, please report it with the run directory")
+            results.append(failed(check.kind, check.name, check.spec.describe(), why))
     return results
 
 
