@@ -92,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the server on stdio until the client closes it (settings come from the environment)."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args in (["-h"], ["--help"]):
-        print("usage: python -m pytest_agentbench.mcp_server.adb_shell\n\nOne MCP tool, shell, that runs "
+        print("usage: agentbench-adb-shell  (or python -m pytest_agentbench.mcp_server.adb_shell)\n\nOne MCP tool, shell, that runs "
               "`adb shell COMMAND` on AGENTBENCH_DEVICE_SERIAL (logs to AGENTBENCH_LOG_DIR).")
         return 0
     if args:
