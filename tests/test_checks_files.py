@@ -253,3 +253,23 @@ def test_event_log_missing_is_no_events_and_unreadable_is_a_sentence() -> None:
     check = judge(ORDER, [missing], [missing])
     assert not check.passed and "does not exist" in check.seen and "0 new events" in check.seen
     assert "needs root" in judge(ORDER, [NO_SU], [NO_SU]).seen
+
+
+CODE = {"kind": "sharedPreferences", "name": "pickup-code", "package": TESTBED, "file": "pickup", "key": "code", "inAnswer": True}
+
+
+@pytest.mark.parametrize(
+    ("answer", "passed"),
+    [
+        ("The pickup code is 482913.", True),
+        ("PICKUP_CODE: 482913", True),
+        ("The pickup code is 4829130.", False),  # a longer number is not the code
+        ("The pickup code is 123456.", False),   # a plausible answer without the device's code
+        (None, False),
+    ],
+    ids=["sentence", "key-line", "longer-number", "plausible-guess", "no-answer"],
+)
+def test_a_value_random_per_run_is_read_from_the_device_and_must_be_in_the_answer(answer: str | None, passed: bool) -> None:
+    check = judge(CODE, [ok(prefs_xml('<string name="code">482913</string>'))], answer=answer)
+    assert check.passed is passed, check
+    assert check.expected.startswith("code appears in the final answer")

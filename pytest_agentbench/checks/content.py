@@ -99,8 +99,9 @@ def new_rows(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[
     return fresh
 
 
-def _matches(spec: Spec, row: Mapping[str, Any]) -> bool:
-    return all(matcher.test(row.get(column) is not None, row.get(column), text=True) for column, matcher in spec.match)
+def _matches(spec: Spec, row: Mapping[str, Any], answer: str | None) -> bool:
+    return all(matcher.test(row.get(column) is not None, row.get(column), text=True, answer=answer)
+               for column, matcher in spec.match)
 
 
 def validate(before: Mapping[str, Any] | None, after: Mapping[str, Any], spec: Spec, context: CheckContext) -> Check:
@@ -114,7 +115,7 @@ def validate(before: Mapping[str, Any] | None, after: Mapping[str, Any], spec: S
             why = (before or {}).get("error", "there is no before-snapshot")
             return failed(KIND, spec.name, expected, f"new rows cannot be told apart: before the run, {why}")
         rows = new_rows(before["rows"], rows)
-    matching = [row for row in rows if _matches(spec, row)]
+    matching = [row for row in rows if _matches(spec, row, context.answer)]
     ok = len(matching) >= 1 if spec.count is None else len(matching) == spec.count
     scope = "new row" if spec.new else "row"
     seen = f"{len(rows)} {scope}{'s' if len(rows) != 1 else ''}, {len(matching)} matching"

@@ -106,9 +106,9 @@ def snapshot(spec: Spec, device: DeviceReads) -> dict[str, Any]:
     return {"file": spec.device_path, "values": extract(document, [alt.path for alt in spec.alternatives])}
 
 
-def _holds(expectation: Expectation, values: Mapping[str, Any]) -> bool:
+def _holds(expectation: Expectation, values: Mapping[str, Any], answer: str | None) -> bool:
     entry = values.get(expectation.label) or {"found": False, "value": None}
-    return expectation.matcher.test(entry["found"], entry["value"])
+    return expectation.matcher.test(entry["found"], entry["value"], answer=answer)
 
 
 def validate(before: Mapping[str, Any] | None, after: Mapping[str, Any], spec: Spec, context: CheckContext) -> Check:
@@ -122,6 +122,6 @@ def validate(before: Mapping[str, Any] | None, after: Mapping[str, Any], spec: S
         else f"{alt.label} is not in the file"
         for alt in spec.alternatives
     )
-    if any(_holds(alternative, values) for alternative in spec.alternatives):
+    if any(_holds(alternative, values, context.answer) for alternative in spec.alternatives):
         return passed(KIND, spec.name, expected, seen)
     return failed(KIND, spec.name, expected, seen)

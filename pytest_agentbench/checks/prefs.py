@@ -134,14 +134,14 @@ def snapshot(spec: Spec, device: DeviceReads) -> dict[str, Any]:
         return snapshot_error(f"{spec.path} is {exc}")
 
 
-def _holds(expectation: Expectation, values: Mapping[str, Any]) -> bool:
+def _holds(expectation: Expectation, values: Mapping[str, Any], answer: str | None) -> bool:
     entry = values.get(expectation.key)
     if entry is None:
         return expectation.matcher.test(False)
     if expectation.tag is not None and entry["tag"] != expectation.tag:
         return False
     value = set(entry["value"]) if entry["tag"] == "set" else entry["value"]
-    return expectation.matcher.test(True, value)
+    return expectation.matcher.test(True, value, answer=answer)
 
 
 def _seen(expectation: Expectation, values: Mapping[str, Any]) -> str:
@@ -158,6 +158,6 @@ def validate(before: Mapping[str, Any] | None, after: Mapping[str, Any], spec: S
         return failed(KIND, spec.name, expected, after["error"])
     values = after["values"]
     seen = "; ".join(_seen(alternative, values) for alternative in spec.alternatives)
-    if any(_holds(alternative, values) for alternative in spec.alternatives):
+    if any(_holds(alternative, values, context.answer) for alternative in spec.alternatives):
         return passed(KIND, spec.name, expected, seen)
     return failed(KIND, spec.name, expected, f"{seen} (in {spec.path})")

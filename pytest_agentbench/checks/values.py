@@ -1,4 +1,4 @@
-"""A suite's value matcher (`equals`, `contains`, `matches`, `digits`, `exists`) + a value read from the device -> whether it holds, and a JSON path lookup.
+"""A suite's value matcher (`equals`, `contains`, `matches`, `digits`, `exists`, `inAnswer`) + a value read from the device -> whether it holds, and a JSON path lookup.
 
 Typed on purpose, as Android reads values: `equals: true` does not match the string "true" a
 SharedPreferences file stored under `<string>`, and 1 is not True. Text sources (a `content`
@@ -14,6 +14,7 @@ from typing import Any
 
 from pytest_agentbench.checks.base import show
 from pytest_agentbench.suite.device_rules import MATCHER_KEYS, MIN_PHONE_DIGITS
+from pytest_agentbench.text import standalone_match
 
 __all__ = ["MATCHER_KEYS", "MIN_PHONE_DIGITS", "Matcher", "as_text", "digits_of", "json_lookup", "parse_matcher",
            "path_text", "same_value", "split_path"]
@@ -34,15 +35,19 @@ class Matcher:
             return f"has a number ending in the digits {digits_of(str(self.value))}"
         if self.op == "matches":
             return f"matches /{self.value}/"
+        if self.op == "inAnswer":
+            return "appears in the final answer"
         return f"{self.op} {show(self.value)}"
 
-    def test(self, present: bool, value: Any = None, *, text: bool = False) -> bool:
+    def test(self, present: bool, value: Any = None, *, text: bool = False, answer: str | None = None) -> bool:
         """Whether the matcher holds for a value.
 
         Args:
             present: Whether the value exists at all (a missing key, a NULL column is absent).
             value: The value (a Python value of the source's type).
             text: The source prints text (a content query), so numbers and booleans compare as text.
+            answer: The agent's final answer (for `inAnswer`: a value read from the device, such as
+                a code random per run, must appear in it, standing alone, ignoring case).
 
         Returns:
             True when it holds; an absent value holds only `exists: false`.
@@ -64,6 +69,9 @@ class Matcher:
         if self.op == "digits":
             wanted = digits_of(str(self.value))
             return bool(wanted) and digits_of(str(value)).endswith(wanted)
+        if self.op == "inAnswer":
+            shown = value if isinstance(value, str) else as_text(value)
+            return bool(answer) and bool(shown.strip()) and standalone_match(answer or "", shown.strip(), ignore_case=True)
         raise ValueError(f"unknown matcher {self.op!r}; expected one of {', '.join(MATCHER_KEYS)}")
 
 

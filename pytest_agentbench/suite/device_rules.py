@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-MATCHER_KEYS = ("equals", "contains", "matches", "digits", "exists")
+MATCHER_KEYS = ("equals", "contains", "matches", "digits", "exists", "inAnswer")
 #: Phone numbers compare by their last digits; fewer than this many would match almost anything.
 MIN_PHONE_DIGITS = 4
 #: Names of the checks that are not device checks, as a prove fail scenario may name them.
