@@ -158,7 +158,7 @@ def unreadable(raw: RawRead | None, what: str) -> str | None:
         return f"{what} could not be read: the device's answer stopped before this read finished"
     if raw.status == 0:
         return None
-    if _NO_SU.search(raw.text) or raw.status == 127 and "su" in raw.text:
+    if _NO_SU.search(raw.text) or (raw.status == 127 and "su" in raw.text):
         return (f"{what} needs root and this device has no `su` (a user build?): use a userdebug or eng "
                 "build, such as an emulator image without Google Play")
     if "not allowed to su" in raw.text:

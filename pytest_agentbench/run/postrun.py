@@ -233,9 +233,10 @@ def read_post_run_state(device: ClaimedDevice, suite: Suite, artifacts: RunArtif
         # (gone, offline), it went away during the run: that is not the agent's failed check.
         why = f"the device went away: {lost}"
         return PostRunState(ScreenSnapshot(None, why) if wants_screen else None, None, why, str(lost))
-    except DeviceError as error:
-        return PostRunState(ScreenSnapshot(None, f"the screen could not be dumped: {error}"), after)
-    except ValueError as error:  # extract_hierarchy: the dump printed no hierarchy
-        return PostRunState(ScreenSnapshot(None, f"the screen could not be dumped: {error}"), after)
+    except (DeviceError, ValueError) as error:  # ValueError: the dump printed no hierarchy
+        why = f"the screen could not be dumped: {error}" if after is not None or not reads else \
+            f"the device state could not be read after the run: {error}"
+        screen = ScreenSnapshot(None, why) if wants_screen else None
+        return PostRunState(screen, after, why if after is None and reads else None)
     artifacts.screen.write_text(xml, encoding="utf-8")
     return PostRunState(ScreenSnapshot(parse_hierarchy(xml)), after)
