@@ -179,3 +179,15 @@ def test_a_source_that_could_not_be_read_is_left_alone_and_said() -> None:
 )
 def test_leftovers(tracker, before: str, reread: str, left: list[str]) -> None:
     assert leftovers([tracker], _reads(tracker, before), _reads(tracker, reread)) == left
+
+
+def test_a_time_zone_a_scenario_changed_is_put_back(tmp_path: Path) -> None:
+    adb = PhoneAdb(lab_phone())
+    checks = suite_checks([], ({"restoreProp": {"name": "persist.sys.timezone"}},))
+    zone = adb.phone.timezone
+    before = read_device(adb, "sim", checks.before_reads()).reads
+    adb.phone.set_timezone("Europe/London")
+    after = read_device(adb, "sim", checks.after_reads()).reads
+    report = run_cleanup(adb, "sim", checks, before=before, after=after, run_dir=tmp_path)
+    assert [a["command"] for a in report["actions"]] == [f"su 0 setprop persist.sys.timezone {zone}"]
+    assert report["left"] == [] and adb.phone.timezone == zone

@@ -117,7 +117,7 @@ def test_check_names_are_unique_and_not_the_other_checks_names(tmp_path: Path) -
     [
         ([{"restoreSetting": {"namespace": "globl", "key": "wifi_on"}}], "cleanup[0].restoreSetting.namespace: expected global, system or secure, got 'globl'"),
         ([{"restoreSeting": {}}], "cleanup[0].restoreSeting: unknown key (did you mean 'restoreSetting'?)"),
-        ([{"pmClear": "x", "adb": ["a"]}], "cleanup[0]: expected one step: restoreSetting, restoreAppop, contentDelete, pmClear or adb"),
+        ([{"pmClear": "x", "adb": ["a"]}], "cleanup[0]: expected one step: restoreSetting, restoreAppop, restoreProp, contentDelete, pmClear or adb"),
         ([{"adb": []}], "cleanup[0].adb: expected a list with at least 1 entry"),
         ([{"adb": "am force-stop x"}], "cleanup[0].adb: expected a list, got 'am force-stop x' (a string)"),
         ([{"contentDelete": {"uri": "content://x", "wher": "a"}}], "cleanup[0].contentDelete.wher: unknown key (did you mean 'where'?)"),

@@ -10,6 +10,7 @@ not as it was before is reported (`cleanup left: ...`). Cleanup never changes a 
 cleanup:
   - restoreSetting: {namespace: global, key: wifi_on}      # put back the value it had before the run
   - restoreAppop: {package: com.example.testbed, op: RUN_ANY_IN_BACKGROUND}
+  - restoreProp: {name: persist.sys.timezone}              # a system property, put back as root
   - contentDelete: {uri: "content://com.android.contacts/raw_contacts", where: "display_name='Pickup'"}
   - pmClear: com.google.android.apps.messaging
   - adb: [am, force-stop, com.example.testbed]             # one command, every word quoted
@@ -39,7 +40,8 @@ class Tracker:
 
     Attributes:
         source: `rows` (provider rows by id), `setting` (one key), `settings-query` (rows name/value),
-            `appops-mode` (packages in an op's mode), `appop` (one package's op mode).
+            `appops-mode` (packages in an op's mode), `appop` (one package's op mode), `prop` (a
+            system property).
         label: How reports name it (`contacts`, `settings global wifi_on`).
         read: The Read that shows its state.
         params: What undo needs (uri, root, namespace, key, op, mode, package).
@@ -87,6 +89,10 @@ def appop_tracker(package: str, op: str) -> Tracker:
     return Tracker("appop", f"app-op {op} of {package}", read, (("package", package), ("op", op)))
 
 
+def prop_tracker(name: str) -> Tracker:
+    return Tracker("prop", f"property {name}", Read(f"prop:{name}", sh("getprop", name)), (("name", name),))
+
+
 def trackers_for(check_entries: Iterable[Mapping[str, Any]], steps: Iterable[Mapping[str, Any]]) -> tuple[Tracker, ...]:
     """The sources cleanup watches for a suite: those its device checks read, and those its steps restore.
 
@@ -124,6 +130,8 @@ def trackers_for(check_entries: Iterable[Mapping[str, Any]], steps: Iterable[Map
             add(setting_tracker(step["restoreSetting"]["namespace"], step["restoreSetting"]["key"]))
         elif "restoreAppop" in step:
             add(appop_tracker(step["restoreAppop"]["package"], step["restoreAppop"]["op"]))
+        elif "restoreProp" in step:
+            add(prop_tracker(step["restoreProp"]["name"]))
     return tuple(found.values())
 
 
@@ -151,6 +159,8 @@ def _state(tracker: Tracker, raw: RawRead | None) -> tuple[Any, str | None]:
     if tracker.source == "setting":
         value = text.strip()
         return (None if value == "null" else value), None
+    if tracker.source == "prop":
+        return text.strip(), None
     if tracker.source == "appops-mode":
         try:
             return appops_kind.parse_query_op(text), None
@@ -200,6 +210,11 @@ def undo_actions(tracker: Tracker, before: Any, after: Any) -> list[Action]:
         actions += [Action(f"set {op} of {package} back to {mode}", sh("cmd", "appops", "set", package, op, mode))
                     for package in before if package not in after]
         return actions
+    if tracker.source == "prop":
+        if before == after:
+            return []
+        name = tracker.param("name")
+        return [Action(f"set property {name} back to {before!r}", sh("su", "0", "setprop", name, before))]
     if before != after:
         package, op = tracker.param("package"), tracker.param("op")
         return [Action(f"set {op} of {package} back to {before}", sh("cmd", "appops", "set", package, op, before))]
