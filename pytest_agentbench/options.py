@@ -84,6 +84,10 @@ def add_options(parser: pytest.Parser) -> None:
         help="Write the session's full results (every run's result.json) as one JSON document",
     )
     group.addoption(
+        "--agentbench-html", dest="agentbench_html", metavar="PATH", default=None,
+        help="Write the session's HTML report (one self-contained page, screenshots per call) to PATH",
+    )
+    group.addoption(
         "--agentbench-from-result", dest="agentbench_from_result", metavar="RUN", action="append", default=[],
         help="Re-render an earlier run (its directory or result.json) without running the agent (repeatable)",
     )
@@ -131,7 +135,13 @@ class AgentbenchOptions:
     from_results: tuple[Path, ...] = ()
     record_baseline: bool = False
     update_suites: bool = False
+    html_path: Path | None = None
     prove: bool = False
+
+    @property
+    def screenshots(self) -> bool:
+        """Whether the MCP server saves a screenshot after each device call: only for the HTML report."""
+        return self.html_path is not None
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> AgentbenchOptions:
@@ -153,6 +163,7 @@ class AgentbenchOptions:
         automobile_dir = config.getini("agentbench_automobile_dir")
         invocation_dir = Path(config.invocation_params.dir)
         json_path = config.getoption("agentbench_json")
+        html_path = config.getoption("agentbench_html")
         record_baseline = bool(config.getoption("agentbench_record_baseline"))
         update_suites = bool(config.getoption("agentbench_update_suites"))
         dry_run = bool(config.getoption("agentbench_dry_run"))
@@ -179,4 +190,5 @@ class AgentbenchOptions:
             record_baseline=record_baseline,
             update_suites=update_suites,
             prove=prove,
+            html_path=(invocation_dir / html_path).absolute() if html_path else None,
         )

@@ -16,7 +16,7 @@ import yaml
 
 from pytest_agentbench.audit.scoring import scoring_code_digest
 from pytest_agentbench.audit.transcript import Transcript, parse_file
-from pytest_agentbench.audit.verdict import Audit, audit_run
+from pytest_agentbench.audit.verdict import Audit, audit_run, watched_patterns
 from pytest_agentbench.baseline.snippet import build_baseline_block, insert_baseline, render_snippet, snippet_blockers
 from pytest_agentbench.errors import VerdictFailed
 from pytest_agentbench.options import attempts_for
@@ -92,7 +92,7 @@ def conclude(config: pytest.Config, run: Run, *, result_path: Path, saved: dict[
         The result document and the parsed transcript.
     """
     session = config.stash[session_key]
-    transcript = parse_file(run.transcript_path)
+    transcript = parse_file(run.transcript_path, watch=watched_patterns(run.suite))
     audit = audit_run(run, transcript)
     environ = dict(os.environ)
     if saved is None:

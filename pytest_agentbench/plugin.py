@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from _pytest.fixtures import TopRequest
 
+from pytest_agentbench import htmlreport
 from pytest_agentbench.errors import AgentbenchError, SuiteError
 from pytest_agentbench.options import add_options, attempts_for
 from pytest_agentbench.run.dryrun import SECTION as DRY_RUN_SECTION
@@ -30,6 +31,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER)
     session = config.stash[session_key] = AgentbenchSession(config)
     config.pluginmanager.register(session, SESSION_PLUGIN_NAME)
+    htmlreport.register(config)
     if not config.pluginmanager.has_plugin(FIXTURES_PLUGIN):
         config.pluginmanager.import_plugin(FIXTURES_PLUGIN)
 
@@ -49,6 +51,7 @@ def pytest_collection(session: pytest.Session) -> bool | None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    htmlreport.unregister(config)
     session = config.stash.get(session_key, None)
     if session is not None and config.pluginmanager.is_registered(session):
         config.pluginmanager.unregister(session)

@@ -81,6 +81,10 @@ class AgentbenchSession:
         if result is not None:
             self.results.append(result)
 
+    def session_document(self) -> dict[str, Any]:
+        """The session document (`--agentbench-json` writes it; the HTML report renders it)."""
+        return build_session_document(self.results, started_at=self.started_at, finished_at=_now())
+
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if hasattr(self.config, "workerinput"):
@@ -89,7 +93,7 @@ class AgentbenchSession:
         if exitstatus == 0 and any(verdict_status(result) != "passed" for result in self.results):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if self.options.json_path is not None:
-            document = build_session_document(self.results, started_at=self.started_at, finished_at=_now())
+            document = self.session_document()
             self.options.json_path.parent.mkdir(parents=True, exist_ok=True)
             self.options.json_path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 

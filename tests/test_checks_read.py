@@ -16,6 +16,7 @@ from phoneadb import PhoneAdb
 from pytest_agentbench.checks import CheckContext, DeviceReads, evaluate, parse_device_checks, suite_checks
 from pytest_agentbench.checks.base import RawRead, Read, root_file_read
 from pytest_agentbench.checks.read import batch_script, load_reads, read_device, save_reads, split_batch
+from pytest_agentbench.device.capture import capture_script, split_capture
 from pytest_agentbench.device.shellscript import Script, sh
 from pytest_agentbench.sim.fleet import SimFleet
 
@@ -87,11 +88,14 @@ def test_read_device_on_the_phone_answers_every_kind_in_one_round_trip(tmp_path:
     assert "0 images added" in results["cropped"].seen
 
 
-def test_read_device_after_a_prefix_command_returns_its_output_separately() -> None:
+def test_the_screen_capture_after_the_reads_comes_back_byte_for_byte() -> None:
     adb = PhoneAdb(lab_phone())
     batch = read_device(adb, "sim", [root_file_read("/data/data/com.android.settings/none.xml")],
-                        prefix=sh("uiautomator", "dump", "/dev/tty"), nonce=NONCE)
-    assert batch.prefix_output.lstrip().startswith(b"<?xml") and b"@@agentbench-read" not in batch.prefix_output
+                        then=capture_script(), nonce=NONCE)
+    assert adb.round_trips == 1
+    capture = split_capture(batch.then_output)
+    assert capture.problems == () and capture.xml.startswith("<?xml") and capture.png.startswith(b"\x89PNG\r\n\x1a\n")
+    assert b"@@agentbench-read" not in batch.then_output
     (raw,) = batch.reads.reads.values()
     assert raw.status == 1 and "No such file" in raw.text
 

@@ -36,15 +36,15 @@ def test_screen_and_reads_share_one_round_trip_and_the_reads_are_saved(tmp_path:
     assert device.adb.round_trips == 1
     assert state.screen is not None and state.screen.nodes and state.device_after is not None
     assert set(state.device_after.reads) == {read.key for read in READS}
-    assert (tmp_path / "screen.xml").read_text().startswith("<?xml")
+    assert (tmp_path / "screen.xml").read_text().startswith("<?xml") and (tmp_path / "screen.png").is_file()
     assert set(json.loads((tmp_path / "device-after.json").read_text())["reads"]) == {read.key for read in READS}
 
 
-def test_reads_without_screen_checks_dump_no_screen(tmp_path: Path) -> None:
+def test_without_screen_checks_the_screen_is_saved_but_not_judged(tmp_path: Path) -> None:
     device = FakeDevice(PhoneAdb(lab_phone()))
     state = read_post_run_state(device, make_suite(screen_includes=()), RunArtifacts(tmp_path), READS)  # type: ignore[arg-type]
-    assert state.screen is None and state.device_after is not None and not (tmp_path / "screen.xml").exists()
-    assert not any("uiautomator" in command for command in device.adb.commands)
+    assert state.screen is None and state.device_after is not None and device.adb.round_trips == 1
+    assert (tmp_path / "screen.xml").is_file() and (tmp_path / "screen.png").read_bytes().startswith(b"\x89PNG")
 
 
 def test_a_phone_someone_else_claimed_is_not_read_and_says_why(tmp_path: Path) -> None:

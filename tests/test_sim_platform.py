@@ -166,16 +166,16 @@ def test_uninstall_takes_the_app_ops_with_it(phone: Phone) -> None:
 
 
 def test_dumpsys_power_lists_held_wake_locks_with_the_package_uid(phone: Phone) -> None:
-    assert "Wake Locks: size=0\n" in out(phone, "dumpsys power")
+    assert "Wake Locks: size=1\n" in out(phone, "dumpsys power")  # the testbed's sync, from boot
     phone.acquire_wake_lock(PLAYGROUND, "Playground:Sync")
     text = out(phone, "dumpsys power")
     uid = phone.packages[PLAYGROUND].uid
-    assert "Wake Locks: size=1\n" in text
+    assert "Wake Locks: size=2\n" in text
     assert re.search(rf"^  PARTIAL_WAKE_LOCK {{14}}'Playground:Sync' ACQ=(0|-[0-9hms]+) \(uid={uid} pid=\d+\)$", text, re.M)
     assert re.fullmatch(r"WAKE_LOCK: allow; time=(0|\+[0-9hms]+) ago \(running\)\n",
                         out(phone, f"cmd appops get {PLAYGROUND} WAKE_LOCK"))
     phone.force_stop(PLAYGROUND)
-    assert "Wake Locks: size=0\n" in out(phone, "dumpsys power")
+    assert "Wake Locks: size=1\n" in out(phone, "dumpsys power")
 
 
 def test_deviceidle_allowlist_add_and_remove(phone: Phone) -> None:

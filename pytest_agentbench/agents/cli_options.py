@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TextIO
 
 Arity = Literal["flag", "value", "optional", "variadic"]
 
@@ -251,3 +251,33 @@ def help_text(
         left = f"  {', '.join(spec.names)} {spec.metavar}".rstrip()
         lines.append(left.ljust(42) + shown if len(left) < 41 else f"{left}\n{'':42}{shown}")
     return "\n".join(lines) + "\n"
+
+
+def print_mode_problem(args: ParsedArgs, program: str) -> str | None:
+    """Why a parsed command line cannot run in print mode (Claude Code's own wording), or None.
+
+    Args:
+        args: The parsed arguments.
+        program: The agent's name, for the messages.
+
+    Returns:
+        The error line to print on stderr (exit status 1), or None when the flags fit.
+    """
+    if not args.has("print"):
+        return f"Error: {program} has only print mode; pass -p/--print"
+    if str(args.get("output-format", "text")) == "stream-json" and not args.has("verbose"):
+        return "Error: When using --print, --output-format=stream-json requires --verbose"
+    if args.get("input-format") == "stream-json":
+        return f"Error: {program} reads a text prompt only; --input-format stream-json is not supported"
+    return None
+
+
+def read_prompt(args: ParsedArgs, stdin: TextIO) -> str:
+    """The prompt: the positional argument, else stdin (nothing from a terminal)."""
+    if args.prompt is not None:
+        return args.prompt
+    return "" if stdin.isatty() else stdin.read()
+
+
+#: Claude Code's words when no prompt came.
+NO_PROMPT = "Error: Input must be provided either through stdin or as a prompt argument when using --print"

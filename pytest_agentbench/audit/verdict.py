@@ -248,12 +248,18 @@ def no_shell_check(tool_calls: Iterable[ToolCall], shell_tools: frozenset[str]) 
     return Check("no-shell", "no call to a shell tool", False, shown, "noShell")
 
 
+def watched_patterns(suite: Suite) -> tuple[str, ...]:
+    """The substrings the transcript parser must watch for in full tool results, for `stumbles_of`."""
+    return tuple(pattern for pattern in (*suite.failure_patterns, *suite.ignored_failure_patterns) if pattern)
+
+
 def stumbles_of(suite: Suite, transcript: Transcript) -> list[Stumble]:
     """Collect tool errors, failure-pattern matches and permission denials, in stream order.
 
     A result that is already an error is one stumble, not also a failure-pattern match. A
     failure pattern counts unless an `ignoredFailurePatterns` entry occurs in the same result.
-    Patterns are case-sensitive substrings.
+    Patterns are case-sensitive substrings of the whole result (the transcript parser watched
+    for them while the result streamed past; see `watched_patterns`).
     """
     found: list[Stumble] = []
     for call in transcript.tool_calls:
@@ -262,10 +268,10 @@ def stumbles_of(suite: Suite, transcript: Transcript) -> list[Stumble]:
         if call.is_error:
             found.append(Stumble("tool-error", tool, _cut(text) or "(empty error result)"))
             continue
-        if not text or any(ignored in text for ignored in suite.ignored_failure_patterns):
+        if not text or any(ignored and call.contains(ignored) for ignored in suite.ignored_failure_patterns):
             continue
         for pattern in suite.failure_patterns:
-            if pattern and pattern in text:
+            if pattern and call.contains(pattern):
                 found.append(Stumble("failure-pattern", tool, f"{pattern!r} in result: {_cut(text)}"))
     for report in transcript.reports:
         tool = str(report.data.get("tool") or report.kind)

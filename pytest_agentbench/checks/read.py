@@ -3,8 +3,8 @@
 The batch is one shell script: each read is bracketed by markers that carry a random nonce (so a
 file's content cannot fake them), runs with its stderr joined to its stdout, and ends with its
 exit status. A binary file (a database) comes back base64-encoded in the same output, so the
-before- and the after-read each cost one round trip however many checks a suite has. The same
-script can follow another command (the screen dump) in that command's round trip.
+before- and the after-read each cost one round trip however many checks a suite has. Another
+command (the screen capture) can follow the batch in the same round trip.
 """
 
 from __future__ import annotations
@@ -66,11 +66,6 @@ def batch_script(reads: Sequence[Read], nonce: str) -> Script:
     return Script.join(parts, ";")
 
 
-def marker_start(output: str, nonce: str) -> int:
-    """Where the batch's output begins in a combined output (-1 when it is not there)."""
-    return output.find(f"{MARK}{nonce} begin ")
-
-
 def split_batch(output: str, reads: Sequence[Read], nonce: str) -> dict[str, RawRead]:
     """Cut a batch's output into one RawRead per read key.
 
@@ -106,10 +101,10 @@ def _decoded(read: Read, text: str, status: int) -> RawRead:
 
 @dataclass(frozen=True)
 class BatchResult:
-    """The reads, and what the command before the batch printed (the screen dump's bytes)."""
+    """The reads, and the untouched bytes the command after the batch printed (the screen capture)."""
 
     reads: DeviceReads
-    prefix_output: bytes = b""
+    then_output: bytes = b""
 
 
 def read_device(
@@ -117,25 +112,25 @@ def read_device(
     serial: str,
     reads: Sequence[Read],
     *,
-    prefix: Script | None = None,
+    then: Script | None = None,
     timeout_s: float = READ_TIMEOUT_S,
     nonce: str | None = None,
     now: Callable[[], datetime] = utc_now,
 ) -> BatchResult:
-    """Make every read in one adb round trip, optionally after another command in the same trip.
+    """Make every read in one adb round trip, optionally followed by another command in the same trip.
 
     Args:
         adb: The device layer.
         serial: The device.
         reads: The reads (deduplicated by key by the caller).
-        prefix: A command to run first in the same round trip (`uiautomator dump /dev/tty`);
-            its output is returned as `prefix_output`.
+        then: A command to run after the reads in the same round trip (the screen capture, whose
+            PNG must reach the caller byte for byte); its output is returned as `then_output`.
         timeout_s: Seconds for the whole trip.
         nonce: The markers' nonce (random when None; tests pass one).
         now: The clock that stamps the reads.
 
     Returns:
-        The reads and the prefix's output.
+        The reads and the following command's output.
 
     Raises:
         DeviceLost: The device went away.
@@ -143,16 +138,17 @@ def read_device(
     nonce = nonce or secrets.token_hex(6)
     read_at = now().strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     if not reads:
-        raw = adb.exec_out(serial, prefix, timeout_s=timeout_s) if prefix is not None else b""
+        raw = adb.exec_out(serial, then, timeout_s=timeout_s) if then is not None else b""
         return BatchResult(DeviceReads({}, read_at), raw)
     script = batch_script(reads, nonce)
-    if prefix is not None:
-        script = Script.join([prefix, script], ";")
+    if then is not None:
+        script = Script.join([script, then], ";")
     raw = adb.exec_out(serial, script, timeout_s=timeout_s)
-    text = raw.decode("utf-8", "replace")
-    start = marker_start(text, nonce)
-    prefix_output = raw if start < 0 else text[:start].encode("utf-8")
-    return BatchResult(DeviceReads(split_batch(text, reads, nonce), read_at), prefix_output)
+    # The batch is text; what follows its last end marker (a PNG) is cut off as bytes, untouched.
+    last = re.compile(re.escape(f"{MARK}{nonce} end {len(reads) - 1} ").encode() + rb"\d+\r?\n").search(raw)
+    cut_at = last.end() if last is not None else len(raw)
+    text = raw[:cut_at].decode("utf-8", "replace")
+    return BatchResult(DeviceReads(split_batch(text, reads, nonce), read_at), raw[cut_at:])
 
 
 # ----------------------------------------------------------------------------- run directory

@@ -52,6 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "  AGENTBENCH_LOG_DIR            write agentbench-mcp.log here\n"
             "  AGENTBENCH_DATA_DIR, AGENTBENCH_DB_DIR, AGENTBENCH_SOCKET_DIR   private state\n"
             "  AGENTBENCH_MCP_INSTRUCTIONS=1 send the MCP instructions block\n"
+            "  AGENTBENCH_SCREENSHOTS=1      save a screenshot after each device call under AGENTBENCH_DATA_DIR/screenshots\n"
             "  AUTOMOBILE_ADB_SERVER_COORDINATION_DIR  device claim root\n"
             "  ADB_SERVER_SOCKET, ANDROID_ADB_SERVER_ADDRESS, ANDROID_ADB_SERVER_PORT  adb server"
         )

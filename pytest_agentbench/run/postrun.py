@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING
 from pytest_agentbench.checks.base import DeviceReads, Read
 from pytest_agentbench.checks.read import read_device, save_reads
 from pytest_agentbench.device.claims import read_claim_holder
-from pytest_agentbench.device.shellscript import sh
-from pytest_agentbench.device.uiautomator import dump_screen, extract_hierarchy, parse_hierarchy
+from pytest_agentbench.device.capture import capture_screen, capture_script, hierarchy_of, split_capture
+from pytest_agentbench.device.uiautomator import parse_hierarchy
 from pytest_agentbench.errors import DeviceError, DeviceLost, DeviceUnavailable
 from pytest_agentbench.run.record import DeviceState, ScreenSnapshot
 from pytest_agentbench.servers import RUN_TOKEN_ENV, DaemonSpec
@@ -170,7 +170,11 @@ def stop_run_daemons(
 
 
 def read_post_run_screen(device: ClaimedDevice, suite: Suite, artifacts: RunArtifacts) -> tuple[ScreenSnapshot | None, str | None]:
-    """Take the claim back and dump the screen (suites with screen checks only).
+    """Take the claim back and capture the screen: `screen.xml` and `screen.png` in one round trip.
+
+    Every run saves the post-run screen for people to look at; only a suite with screen checks
+    gets a snapshot for the audit, so for the others a capture that fails is written to
+    `postrun.log` and changes nothing. A screen someone else may be driving is not read at all.
 
     Returns:
         The snapshot (None when the suite has no screen checks) and, when the device went
@@ -195,12 +199,16 @@ class PostRunState:
 
 def read_post_run_state(device: ClaimedDevice, suite: Suite, artifacts: RunArtifacts,
                         reads: Sequence[Read] = ()) -> PostRunState:
-    """Take the claim back, then dump the screen and make the device checks' after-reads in one round trip.
+    """Take the claim back, then make the device checks' after-reads and capture the screen in one round trip.
+
+    Every run saves the post-run screen (`screen.xml`, `screen.png`) for people to look at; only
+    a suite with screen checks gets a snapshot for the audit. A phone someone else holds is not
+    read at all.
 
     Args:
         device: The claimed device (the agent's server held its claim).
-        suite: The suite (its screen checks decide whether the screen is dumped).
-        artifacts: The run's files (screen.xml; device-after.json goes beside them).
+        suite: The suite (its screen checks decide whether the screen is judged).
+        artifacts: The run's files (screen.xml, screen.png; device-after.json goes beside them).
         reads: The after-reads (`checks.SuiteChecks.after_reads`).
 
     Returns:
@@ -209,34 +217,41 @@ def read_post_run_state(device: ClaimedDevice, suite: Suite, artifacts: RunArtif
         device went away (the audit then calls the run incomplete).
     """
     reclaim = device.take_back()
-    wants_screen = bool(suite.verify.screen_includes)
-    if not wants_screen and not reads:
-        return PostRunState(None)
-    after: DeviceReads | None = None
+    judged = bool(suite.verify.screen_includes)
     if not reclaim.screen_readable:
         # Someone else holds the phone: neither its screen nor its state is this run's to read.
-        return PostRunState(ScreenSnapshot(None, reclaim.reason) if wants_screen else None, None, reclaim.reason)
+        return PostRunState(ScreenSnapshot(None, reclaim.reason) if judged else None, None,
+                            reclaim.reason if reads else None)
+    after: DeviceReads | None = None
     try:
         if reads:
-            batch = read_device(device.adb, device.serial, reads,
-                                prefix=sh("uiautomator", "dump", "/dev/tty") if wants_screen else None)
+            # The after-reads and the capture share one round trip; the PNG comes last, untouched.
+            batch = read_device(device.adb, device.serial, reads, then=capture_script())
             after = batch.reads
             save_reads(after, artifacts.run_dir, "after")
-            raw_screen = batch.prefix_output
+            capture = split_capture(batch.then_output)
         else:
-            raw_screen = b""
-        if not wants_screen:
-            return PostRunState(None, after)
-        xml = extract_hierarchy(raw_screen) if reads else dump_screen(device.adb, device.serial)
+            capture = capture_screen(device.adb, device.serial)
+        if capture.png is not None:
+            artifacts.screen_png.write_bytes(capture.png)
+        if capture.problems:
+            _log(artifacts.postrun_log, [f"screen: {problem}" for problem in capture.problems])
+        xml = hierarchy_of(capture, device.serial)
     except (DeviceLost, DeviceUnavailable) as lost:
         # The device was online through preflight; if the adb server can no longer reach it now
         # (gone, offline), it went away during the run: that is not the agent's failed check.
+        if not judged and not reads:
+            _log(artifacts.postrun_log, [f"screen: not captured, the device went away: {lost}"])
+            return PostRunState(None)
         why = f"the device went away: {lost}"
-        return PostRunState(ScreenSnapshot(None, why) if wants_screen else None, None, why, str(lost))
-    except (DeviceError, ValueError) as error:  # ValueError: the dump printed no hierarchy
-        why = f"the screen could not be dumped: {error}" if after is not None or not reads else \
-            f"the device state could not be read after the run: {error}"
-        screen = ScreenSnapshot(None, why) if wants_screen else None
-        return PostRunState(screen, after, why if after is None and reads else None)
+        return PostRunState(ScreenSnapshot(None, why) if judged else None, None, why if reads else None, str(lost))
+    except DeviceError as error:
+        unread = f"the device state could not be read after the run: {error}" if reads and after is None else None
+        return PostRunState(ScreenSnapshot(None, f"the screen could not be dumped: {error}") if judged else None, after, unread)
     artifacts.screen.write_text(xml, encoding="utf-8")
-    return PostRunState(ScreenSnapshot(parse_hierarchy(xml)), after)
+    return PostRunState(ScreenSnapshot(parse_hierarchy(xml)) if judged else None, after)
+
+
+def _log(path: Path, lines: list[str]) -> None:
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write("\n".join(lines) + "\n")

@@ -15,9 +15,10 @@ from xml.sax.saxutils import escape, quoteattr
 from pytest_agentbench.checks.base import DeviceReads, Read
 from pytest_agentbench.checks.read import read_device, save_reads
 from pytest_agentbench.device.adb import Adb
+from pytest_agentbench.device.capture import ScreenCapture, capture_screen, capture_script, hierarchy_of, split_capture
 from pytest_agentbench.device.shellscript import Script, quote, sh
-from pytest_agentbench.device.uiautomator import app_texts, dump_screen, extract_hierarchy, missing_texts, parse_hierarchy
-from pytest_agentbench.errors import DeviceError, DeviceUnavailable, PreflightError
+from pytest_agentbench.device.uiautomator import app_texts, missing_texts, parse_hierarchy
+from pytest_agentbench.errors import DeviceUnavailable, PreflightError
 from pytest_agentbench.run.fingerprints import device_fingerprint_script, parse_app_build, parse_device_fingerprint
 from pytest_agentbench.suite import AppSpec, PrefValue, PreflightSpec
 
@@ -209,10 +210,10 @@ def run_preflight(
 ) -> PreflightResult:
     """Put the device and app into the suite's start state; nothing here is measured.
 
-    Writes `preflight.log` and `preflight/` (staged preference files, `start-screen.xml`) under
-    `run_dir`. With `app.apk_path`, installs the APK and checks the installed base APK's SHA-256.
-    With `device_reads`, the last step reads the device checks' before-snapshot (in the start
-    screen's round trip when there is one) and saves it as `device-before.json`.
+    Writes `preflight.log`, `preflight/` (staged preference files), and the start screen
+    (`start-screen.xml`, `start-screen.png`) under `run_dir`. With `app.apk_path`, installs the APK and checks the installed base APK's SHA-256.
+    With `device_reads`, the device checks' before-snapshot is read in the start screen's round
+    trip and saved as `device-before.json`.
 
     Args:
         adb: The device layer.
@@ -285,29 +286,26 @@ def run_preflight(
 
     texts: tuple[str, ...] = ()
     before: DeviceReads | None = None
+    # The start screen is always saved (start-screen.xml + .png): one exec-out, the one the
+    # start-screen check needs anyway, so the PNG costs no extra round trip for such suites.
+    # The device checks' before-snapshot rides in the same round trip: both see the settled state.
+    if device_reads:
+        batch = read_device(adb, serial, device_reads, then=capture_script())
+        before = _saved_before(batch.reads, run_dir, log)
+        capture = save_capture(split_capture(batch.then_output), run_dir, "start-screen", log)
+    else:
+        capture = save_screen(adb, serial, run_dir, "start-screen", log)
     if preflight.start_screen_includes:
-        if device_reads:
-            # The before-snapshot rides in the start screen's round trip: both read the settled state.
-            batch = read_device(adb, serial, device_reads, prefix=sh("uiautomator", "dump", "/dev/tty"))
-            before = _saved_before(batch.reads, run_dir, log)
-            try:
-                xml = extract_hierarchy(batch.prefix_output)
-            except ValueError as exc:
-                raise DeviceError(f"{serial}: {exc}", command="uiautomator dump /dev/tty") from None
-        else:
-            xml = dump_screen(adb, serial)
+        xml = hierarchy_of(capture, serial)
         texts = tuple(app_texts(parse_hierarchy(xml), package))
         missing = missing_texts(preflight.start_screen_includes, list(texts))
         if missing:
-            (run_dir / "start-screen.xml").write_text(xml, encoding="utf-8")
             raise PreflightError(
                 f"the start screen does not show {', '.join(repr(m) for m in missing)}; "
                 f"the app shows: {', '.join(repr(t) for t in texts[:20]) or '(no text of this app)'}; "
                 f"see {run_dir / 'start-screen.xml'} for where the app landed"
             )
         log.write(f"start screen shows {list(preflight.start_screen_includes)}")
-    elif device_reads:
-        before = _saved_before(read_device(adb, serial, device_reads).reads, run_dir, log)
     trips = adb.round_trips - trips_before
     log.write(f"preflight done in {trips} adb round trips")
     return PreflightResult(app_build=build, round_trips=trips, start_screen_texts=texts, device_fingerprint=fingerprint,
@@ -320,6 +318,22 @@ def _saved_before(reads: DeviceReads, run_dir: Path, log: PreflightLog) -> Devic
     log.write(f"device before-snapshot: {len(reads.reads)} reads -> {path.name}"
               + (f" ({len(failed)} did not exit 0: {', '.join(failed)})" if failed else ""))
     return reads
+
+
+def save_screen(adb: Adb, serial: str, run_dir: Path, stem: str, log: PreflightLog) -> ScreenCapture:
+    """Capture the screen in one round trip and write `<stem>.xml` and `<stem>.png` into `run_dir` (each when the device gave it)."""
+    return save_capture(capture_screen(adb, serial), run_dir, stem, log)
+
+
+def save_capture(capture: ScreenCapture, run_dir: Path, stem: str, log: PreflightLog) -> ScreenCapture:
+    """Write a capture's `<stem>.xml` and `<stem>.png` into `run_dir` (each when the device gave it)."""
+    if capture.xml is not None:
+        (run_dir / f"{stem}.xml").write_text(capture.xml, encoding="utf-8")
+    if capture.png is not None:
+        (run_dir / f"{stem}.png").write_bytes(capture.png)
+    for problem in capture.problems:
+        log.write(f"{stem}: {problem}")
+    return capture
 
 
 def _app_build_lines(output: str) -> str:

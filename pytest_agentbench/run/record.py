@@ -100,10 +100,6 @@ class Run:
     def transcript_path(self) -> Path:
         return self.run_dir / "claude.jsonl"
 
-    @property
-    def screen_path(self) -> Path:
-        return self.run_dir / "screen.xml"
-
 
 def audit_inputs(run: Run) -> dict[str, Any]:
     """The verdict's inputs that are not files of the run directory, for result.json (`auditInputs`)."""

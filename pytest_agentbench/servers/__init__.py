@@ -60,6 +60,8 @@ class ServerProfile:
         pin_env: The variable that pins the server to a serial (pinnable servers only).
         instructions_env: The variable set to ``1`` by ``--server-instructions``, if the server
             has an instructions switch.
+        screenshots_env: The variable set to ``1`` when the HTML report wants a screenshot
+            after each device call (servers/screenshots.py), if the server can take them.
         fixed_env: Variables always set in the server's environment.
         stale_build: Says why the server's build is older than its sources (None when it is
             not), for servers that run from a build; a stale build is refused, never measured.
@@ -79,6 +81,7 @@ class ServerProfile:
     pinnable: bool = False
     pin_env: str | None = None
     instructions_env: str | None = None
+    screenshots_env: str | None = None
     fixed_env: Mapping[str, str] = field(default_factory=_frozen)
     stale_build: Callable[[], str | None] | None = None
     daemon: DaemonSpec = field(default_factory=DaemonSpec)
@@ -139,12 +142,14 @@ def agentbench_profile() -> ServerProfile:
             "AGENTBENCH_DB_DIR",
             "AGENTBENCH_SOCKET_DIR",
             "AGENTBENCH_MCP_INSTRUCTIONS",
+            "AGENTBENCH_SCREENSHOTS",
         ),
         keep=(),
         build_files=(str(PACKAGE_ROOT / "**" / "*.py"), str(PACKAGE_ROOT / "schema" / "*.json")),
         pinnable=True,
         pin_env="AGENTBENCH_DEVICE_SERIAL",
         instructions_env="AGENTBENCH_MCP_INSTRUCTIONS",
+        screenshots_env="AGENTBENCH_SCREENSHOTS",
         daemon=DaemonSpec(socket_dir_env="AGENTBENCH_SOCKET_DIR"),
         agent_tools=AGENTBENCH_TOOLS,
     )

@@ -185,6 +185,14 @@ class Phone(SeedingMixin):
             self._background_pids[package] = self._new_pid()
         return self._background_pids[package]
 
+    def background_pids(self) -> dict[str, int]:
+        """Packages whose background work runs in a process of its own, with that process's pid."""
+        with self.lock:
+            for package, info in self.packages.items():
+                if info.app.background_wake_locks(self):
+                    self.process_pid(package)
+            return dict(self._background_pids)
+
     def _new_pid(self) -> int:
         self._next_pid += 37
         return self._next_pid
@@ -307,11 +315,13 @@ class Phone(SeedingMixin):
                     return package, route
             return None
 
-    def resolve_action(self, action: str) -> tuple[str, str] | None:
+    def resolve_action(self, action: str, data: str | None = None) -> tuple[str, str] | None:
+        """The (package, route) that handles an intent action (with its data URI, e.g. `package:PKG`), or None."""
         with self.lock:
             for package, info in self.packages.items():
-                if action in info.app.actions:
-                    return package, info.app.actions[action]
+                route = info.app.resolve_action(action, data)
+                if route is not None:
+                    return package, route
             return None
 
     def go_home(self) -> None:
@@ -352,6 +362,9 @@ class Phone(SeedingMixin):
             if self.fs.exists(private):
                 self.fs.remove(private, recursive=True, user="root")
             self.fs.mkdir(private, parents=True, mode=0o700, user="root")
+            for authority, provider in self.providers.items():
+                if provider.package == package:  # a provider's data is gone: its observers hear of it
+                    self.notify_change(authority)
 
     # Input.
 

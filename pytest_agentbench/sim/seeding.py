@@ -152,7 +152,7 @@ class SeedingMixin:
             locks = list(self.power.wake_locks.values())
             for package, info in sorted(self.packages.items()):
                 for tag in info.app.background_wake_locks(self):
-                    locks.append(WakeLock(tag, info.uid, self.process_pid(package), self.boot_time + 4.2, package))
+                    locks.append(WakeLock(tag, info.uid, self.process_pid(package), self.boot_time, package))
             return locks
 
     def private_file(self: Phone, package: str, relative: str) -> bytes | None:

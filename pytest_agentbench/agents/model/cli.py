@@ -16,7 +16,16 @@ from typing import TextIO
 import anyio
 
 from pytest_agentbench import __version__
-from pytest_agentbench.agents.cli_options import CLAUDE_OPTIONS, ParsedArgs, UsageError, help_text, parse_args
+from pytest_agentbench.agents.cli_options import (
+    CLAUDE_OPTIONS,
+    NO_PROMPT,
+    ParsedArgs,
+    UsageError,
+    help_text,
+    parse_args,
+    print_mode_problem,
+    read_prompt,
+)
 from pytest_agentbench.agents.mcp_client import (
     ConfigProblem,
     McpConnection,
@@ -146,23 +155,18 @@ def run(argv: list[str], *, stdin: TextIO, stdout: TextIO, stderr: TextIO, envir
     except UsageError as exc:
         stderr.write(f"{exc}\n")
         return 1
-    if not args.has("print"):
-        stderr.write(f"Error: {PROGRAM} has only print mode; pass -p/--print\n")
+    problem = print_mode_problem(args, PROGRAM)
+    if problem:
+        stderr.write(problem + "\n")
         return 1
     output_format = str(args.get("output-format", "text"))
-    if output_format == "stream-json" and not args.has("verbose"):
-        stderr.write("Error: When using --print, --output-format=stream-json requires --verbose\n")
-        return 1
-    if args.get("input-format") == "stream-json":
-        stderr.write(f"Error: {PROGRAM} reads a text prompt only; --input-format stream-json is not supported\n")
-        return 1
     model = str(args.get("model") or environ.get(MODEL_VARIABLE) or "")
     if not model:
         stderr.write(f"Error: {PROGRAM} needs the served model's name: pass --model NAME or set {MODEL_VARIABLE}\n")
         return 1
-    prompt = args.prompt if args.prompt is not None else ("" if stdin.isatty() else stdin.read())
+    prompt = read_prompt(args, stdin)
     if not prompt.strip():
-        stderr.write("Error: Input must be provided either through stdin or as a prompt argument when using --print\n")
+        stderr.write(NO_PROMPT + "\n")
         return 1
     try:
         configs = load_mcp_configs(list(args.get("mcp-config", [])))  # type: ignore[arg-type]

@@ -145,6 +145,10 @@ class App:
         """The route a VIEW deep link opens in this app, or None when the app does not handle it."""
         return None
 
+    def resolve_action(self, action: str, data: str | None) -> str | None:
+        """The route an intent action opens (`actions` by default), or None; data is the intent's URI."""
+        return self.actions.get(action)
+
     def launch_route(self, ctx: AppContext) -> str:
         return self.redirect(ctx, self.start_route)
 

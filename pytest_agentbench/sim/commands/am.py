@@ -139,12 +139,12 @@ def _resolve(inv: Invocation, action: str | None, data: str | None, component: s
             return None
         route = info.app.resolve_uri(data) if data else None
         return package, route
-    if data:
-        return phone.resolve_view(data)
-    if action:
-        resolved = phone.resolve_action(action)
+    if action and action != ACTION_VIEW:
+        resolved = phone.resolve_action(action, data)
         if resolved is not None:
             return resolved
+    if data:
+        return phone.resolve_view(data)
     return None
 
 

@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 
 from ..shell import Invocation
+from ..users import name_of
 from . import command
 
 
@@ -478,6 +479,12 @@ def ps(inv: Invocation) -> int:
     inv.out("USER           PID  PPID     VSZ    RSS WCHAN            ADDR S NAME\n"
             "root             1     0 10782796  9564 do_epoll_wait       0 S init\n"
             "system         512     1 14735204 41000 do_epoll_wait       0 S system_server\n")
-    for index, package in enumerate(sorted(inv.phone.runtimes)):
-        inv.out(f"u0_a{123 + index:<6}{2000 + index:>8}   310 13924548 120000 do_epoll_wait       0 S {package}\n")
+    phone = inv.phone
+    # App processes, and the background processes whose pids wake locks and logcat show.
+    pids = {package: phone.process_pid(package) for package in phone.runtimes}
+    pids.update({package: pid for package, pid in phone.background_pids().items() if package not in pids})
+    for package, pid in sorted(pids.items(), key=lambda item: item[1]):
+        if package in phone.packages:
+            user = name_of(phone, package)
+            inv.out(f"{user:<10}{pid:>8}   310 13924548 120000 do_epoll_wait       0 S {package}\n")
     return 0

@@ -77,6 +77,7 @@ class ContactsProvider(Provider):
     authority = AUTHORITY
     package = PACKAGE
     db_name = "contacts2.db"
+    granted = frozenset({"com.android.contacts", "com.google.android.apps.messaging"})
     provider_class = "com.android.providers.contacts.ContactsProvider2"
     read_permission = "android.permission.READ_CONTACTS"
     write_permission = "android.permission.WRITE_CONTACTS"

@@ -51,6 +51,7 @@ class MediaProvider(Provider):
     authority = AUTHORITY
     package = PACKAGE
     db_name = "external.db"
+    granted = frozenset({"com.google.android.apps.photos"})
     provider_class = "com.android.providers.media.MediaProvider"
     read_permission = "android.permission.READ_MEDIA_IMAGES"
     write_permission = "android.permission.WRITE_MEDIA_IMAGES"

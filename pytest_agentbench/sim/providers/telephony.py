@@ -52,6 +52,7 @@ class TelephonyProvider(Provider):
     authority = AUTHORITY
     package = PACKAGE
     db_name = "mmssms.db"
+    granted = frozenset({"com.google.android.apps.messaging"})
     provider_class = "com.android.providers.telephony.SmsProvider"
     read_permission = "android.permission.READ_SMS"
     write_permission = "android.permission.WRITE_SMS"
