@@ -214,3 +214,32 @@ def test_report_min_found_lets_a_report_miss_some() -> None:
 )
 def test_sentences_split_at_a_full_stop_and_a_space_or_newline(text: str, sentences: list[str]) -> None:
     assert split_sentences(text) == sentences
+
+
+COURIER = {"kind": "content", "name": "code-in-contact", "uri": "content://com.android.contacts/data",
+           "projection": ["mimetype", "data1"], "new": True,
+           "match": {"mimetype": "vnd.android.cursor.item/note",
+                     "data1": {"contains": {"fromPrefs": {"package": "dev.agentbench.testbed", "file": "testbed", "key": "courier_code"}}}}}
+TESTBED_PREFS = '<map>\n<string name="courier_code">731905</string>\n</map>\n'
+
+
+def notes(*texts: str) -> str:
+    return rows_output(["mimetype", "data1"], [["vnd.android.cursor.item/note", text] for text in texts])
+
+
+@pytest.mark.parametrize(
+    ("prefs", "after", "passed", "seen"),
+    [
+        # The code is random per run: the check reads it from the testbed, never from the suite.
+        (ok(TESTBED_PREFS), notes("Courier code 731905"), True, "1 matching"),
+        (ok(TESTBED_PREFS), notes("Courier code 123456"), False, "0 matching"),
+        (fail("cat: /data/data/dev.agentbench.testbed/shared_prefs/testbed.xml: No such file or directory\n"),
+         notes("Courier code 731905"), False, "the value data1 is compared with could not be read: the preferences file"),
+        (ok("<map />"), notes("x"), False, "has no courier_code"),
+    ],
+    ids=["code-carried", "other-code", "prefs-missing", "key-missing"],
+)
+def test_content_compares_with_a_value_read_from_another_app(prefs, after: str, passed: bool, seen: str) -> None:
+    check = judge(COURIER, [ok(after), prefs], [ok(notes()), prefs])
+    assert check.passed is passed and seen in check.seen, check
+    assert "contains the courier_code in /data/data/dev.agentbench.testbed/shared_prefs/testbed.xml" in check.expected

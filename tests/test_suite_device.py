@@ -92,12 +92,16 @@ def test_a_device_check_is_an_oracle_but_a_report_alone_is_not(tmp_path: Path) -
         ({**REPORT, "minFound": 2}, "verify.device[0].minFound: expected at most the number of bugs (1), got 2"),
         ({**REPORT, "bugs": [{"name": "a", "patterns": ["x"]}, {"name": "a", "patterns": ["y"]}]},
          "verify.device[0].bugs[1].name: expected a name no other bug has, got 'a' (also bugs[0])"),
+        ({**PREFS, "contains": {"fromPrefs": {"package": "com.x.y", "file": "f", "key": "k"}}},
+         "verify.device[0]: fromPrefs (an operand read from the device) works in a content check's match only, not in sharedPreferences"),
+        ({**CONTACT, "match": {"data1": {"contains": {"fromPrefs": {"package": "com.x.y", "file": "a/b", "key": "k"}}}}},
+         "verify.device[0].match.data1: expected a value, or one matcher"),
     ],
     ids=["unknown-kind", "unknown-kind-value", "no-name", "unknown-key", "bad-uri", "match-outside-projection", "bad-matcher",
          "short-phone", "bad-regex", "negative-count", "prefs-file-path", "prefs-type", "no-matcher", "two-matchers",
          "any-of-and-key", "any-of-without-matcher", "no-key", "absolute-file", "climbing-file", "not-a-select",
          "two-expectations", "bad-package", "bad-mode", "zero-size", "original-without-name", "empty-sequence",
-         "event-regex", "report-regex", "min-found", "duplicate-bug"],
+         "event-regex", "report-regex", "min-found", "duplicate-bug", "from-prefs-outside-content", "from-prefs-bad-file"],
 )
 def test_bad_device_checks_name_the_key_path_value_and_expectation(tmp_path: Path, entry: dict, message: str) -> None:
     device = [entry] if entry.get("kind") != "report" else [CONTACT, entry]

@@ -14,6 +14,10 @@
   root: false                               # query as root (su 0) for providers the shell may not read
 ```
 
+A matcher's operand may be read from the device: `{contains: {fromPrefs: {package, file, key}}}`
+compares with what an app's SharedPreferences hold after the run (a code random per run that the
+agent had to carry into a contact); the file is read in the same batch, as root.
+
 Values are compared as the command prints them (text): `equals: 1` matches `1`, NULL is absent.
 """
 
@@ -24,9 +28,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_agentbench.checks.base import Check, CheckContext, DeviceReads, Read, failed, passed, show, snapshot_error, unreadable
+from pytest_agentbench.checks.base import (
+    Check,
+    CheckContext,
+    DeviceReads,
+    Read,
+    failed,
+    passed,
+    root_file_read,
+    show,
+    snapshot_error,
+    unreadable,
+)
+from pytest_agentbench.checks.prefs import parse_prefs_xml
 from pytest_agentbench.checks.provider import parse_rows, provider_error, query_read
-from pytest_agentbench.checks.values import Matcher, parse_matcher
+from pytest_agentbench.checks.values import Matcher, PrefRef, parse_matcher
 
 KIND = "content"
 USES_BEFORE = True
@@ -63,8 +79,31 @@ def parse(entry: Mapping[str, Any]) -> Spec:
                 entry.get("count"), bool(entry.get("new", False)), bool(entry.get("root", False)))
 
 
+def _refs(spec: Spec) -> list[PrefRef]:
+    return [matcher.value for _, matcher in spec.match if isinstance(matcher.value, PrefRef)]
+
+
 def reads(spec: Spec) -> tuple[Read, ...]:
-    return (query_read(spec.uri, spec.projection, where=spec.where, root=spec.root),)
+    query = query_read(spec.uri, spec.projection, where=spec.where, root=spec.root)
+    files = {ref.path: root_file_read(ref.path) for ref in _refs(spec)}
+    return (query, *files.values())
+
+
+def resolve_refs(refs: list[PrefRef], device: DeviceReads) -> dict[str, dict[str, Any]]:
+    """Each operand read from the device: ref id -> {"value"} or {"error": sentence}."""
+    resolved: dict[str, dict[str, Any]] = {}
+    for ref in refs:
+        raw = device.get(root_file_read(ref.path).key)
+        problem = unreadable(raw, f"the preferences file {ref.path}")
+        if problem is None:
+            try:
+                entry = parse_prefs_xml(raw.text).get(ref.key)  # type: ignore[union-attr]
+            except ValueError as exc:
+                entry, problem = None, f"{ref.path} is {exc}"
+            if problem is None and entry is None:
+                problem = f"{ref.path} has no {ref.key}"
+        resolved[ref.ref_id] = {"error": problem} if problem else {"value": entry["value"]}  # type: ignore[index]
+    return resolved
 
 
 def rows_snapshot(raw_text: str | None, columns: tuple[str, ...], what: str, raw: Any) -> dict[str, Any]:
@@ -83,7 +122,11 @@ def rows_snapshot(raw_text: str | None, columns: tuple[str, ...], what: str, raw
 
 def snapshot(spec: Spec, device: DeviceReads) -> dict[str, Any]:
     raw = device.get(reads(spec)[0].key)
-    return rows_snapshot(raw.text if raw else None, spec.projection, spec.uri, raw)
+    data = rows_snapshot(raw.text if raw else None, spec.projection, spec.uri, raw)
+    refs = _refs(spec)
+    if refs and "error" not in data:
+        data["refs"] = resolve_refs(refs, device)
+    return data
 
 
 def new_rows(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -99,9 +142,22 @@ def new_rows(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[
     return fresh
 
 
-def _matches(spec: Spec, row: Mapping[str, Any], answer: str | None) -> bool:
+def _matches(match: tuple[tuple[str, Matcher], ...], row: Mapping[str, Any], answer: str | None) -> bool:
     return all(matcher.test(row.get(column) is not None, row.get(column), text=True, answer=answer)
-               for column, matcher in spec.match)
+               for column, matcher in match)
+
+
+def _resolved(spec: Spec, refs: Mapping[str, Any]) -> tuple[tuple[tuple[str, Matcher], ...], str | None]:
+    """The matchers with their device-read operands filled in, or why one could not be read."""
+    match = []
+    for column, matcher in spec.match:
+        if isinstance(matcher.value, PrefRef):
+            entry = refs.get(matcher.value.ref_id) or {"error": f"{matcher.value.describe()} was not read"}
+            if "error" in entry:
+                return (), f"the value {column} is compared with could not be read: {entry['error']}"
+            matcher = Matcher(matcher.op, entry["value"])
+        match.append((column, matcher))
+    return tuple(match), None
 
 
 def validate(before: Mapping[str, Any] | None, after: Mapping[str, Any], spec: Spec, context: CheckContext) -> Check:
@@ -115,7 +171,10 @@ def validate(before: Mapping[str, Any] | None, after: Mapping[str, Any], spec: S
             why = (before or {}).get("error", "there is no before-snapshot")
             return failed(KIND, spec.name, expected, f"new rows cannot be told apart: before the run, {why}")
         rows = new_rows(before["rows"], rows)
-    matching = [row for row in rows if _matches(spec, row, context.answer)]
+    match, problem = _resolved(spec, after.get("refs") or {})
+    if problem:
+        return failed(KIND, spec.name, expected, problem)
+    matching = [row for row in rows if _matches(match, row, context.answer)]
     ok = len(matching) >= 1 if spec.count is None else len(matching) == spec.count
     scope = "new row" if spec.new else "row"
     seen = f"{len(rows)} {scope}{'s' if len(rows) != 1 else ''}, {len(matching)} matching"

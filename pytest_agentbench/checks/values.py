@@ -12,12 +12,37 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_agentbench.checks.base import show
+from pytest_agentbench.checks.base import app_path, show
 from pytest_agentbench.suite.device_rules import MATCHER_KEYS, MIN_PHONE_DIGITS
 from pytest_agentbench.text import standalone_match
 
-__all__ = ["MATCHER_KEYS", "MIN_PHONE_DIGITS", "Matcher", "as_text", "digits_of", "json_lookup", "parse_matcher",
+__all__ = ["MATCHER_KEYS", "MIN_PHONE_DIGITS", "Matcher", "PrefRef", "as_text", "digits_of", "json_lookup", "parse_matcher",
            "path_text", "same_value", "split_path"]
+
+
+@dataclass(frozen=True)
+class PrefRef:
+    """A matcher's operand read from the device: a key of an app's SharedPreferences (a code random per run).
+
+    Written `{contains: {fromPrefs: {package: P, file: F, key: K}}}`; the check reads the file in
+    the same batch and compares with the value it holds after the run.
+    """
+
+    package: str
+    file: str
+    key: str
+
+    @property
+    def path(self) -> str:
+        name = self.file if self.file.endswith(".xml") else self.file + ".xml"
+        return app_path(self.package, f"shared_prefs/{name}")
+
+    @property
+    def ref_id(self) -> str:
+        return f"{self.path}#{self.key}"
+
+    def describe(self) -> str:
+        return f"the {self.key} in {self.path}"
 
 
 @dataclass(frozen=True)
@@ -37,6 +62,8 @@ class Matcher:
             return f"matches /{self.value}/"
         if self.op == "inAnswer":
             return "appears in the final answer"
+        if isinstance(self.value, PrefRef):
+            return f"{self.op} {self.value.describe()}"
         return f"{self.op} {show(self.value)}"
 
     def test(self, present: bool, value: Any = None, *, text: bool = False, answer: str | None = None) -> bool:
@@ -85,7 +112,11 @@ def parse_matcher(raw: Any) -> Matcher:
         keys = [key for key in raw if key in MATCHER_KEYS]
         if len(keys) != 1 or len(raw) != 1:
             raise ValueError(f"a matcher has exactly one of {', '.join(MATCHER_KEYS)}, got {show(raw)}")
-        return Matcher(keys[0], raw[keys[0]])
+        operand = raw[keys[0]]
+        if isinstance(operand, Mapping) and "fromPrefs" in operand:
+            ref = operand["fromPrefs"]
+            return Matcher(keys[0], PrefRef(ref["package"], ref["file"], ref["key"]))
+        return Matcher(keys[0], operand)
     return Matcher("equals", raw)
 
 

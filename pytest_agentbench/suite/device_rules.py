@@ -57,8 +57,18 @@ def _alternatives(where: str, entry: Mapping[str, Any], subject: str) -> list[st
     return _one_matcher(where, entry, subject)
 
 
+def _mentions(value: Any, key: str) -> bool:
+    if isinstance(value, Mapping):
+        return key in value or any(_mentions(child, key) for child in value.values())
+    if isinstance(value, list):
+        return any(_mentions(child, key) for child in value)
+    return False
+
+
 def _check_problems(where: str, entry: Mapping[str, Any]) -> list[str]:
     kind = entry.get("kind")
+    if kind != "content" and _mentions(entry, "fromPrefs"):
+        return [f"{where}: fromPrefs (an operand read from the device) works in a content check's match only, not in {kind}"]
     if kind == "sharedPreferences":
         return _alternatives(where, entry, "key")
     if kind == "jsonFile":
