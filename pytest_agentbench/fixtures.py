@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_agentbench.checks import suite_checks
 from pytest_agentbench.device.adb import Adb, AdbEndpoint
 from pytest_agentbench.device.claimlog import CLAIM_LOG_NAME
 from pytest_agentbench.device.pool import ClaimedDevice, DevicePool, candidates_for, ensure_server, share_of
@@ -160,7 +161,8 @@ def agentbench_preflight(agentbench_device: ClaimedDevice, agentbench_run_dir: P
     Preflight puts the claimed device and app into the start state and writes `preflight.log`
     and `preflight/` into the run directory (`run_dir=` puts a later attempt elsewhere). The
     dict forms take the suite's YAML keys (`packageName`, `sharedPreferences`, ...); a dict's
-    `apkPath` is relative to the current directory.
+    `apkPath` is relative to the current directory. Given a suite with device checks or cleanup
+    steps, preflight ends with their before-snapshot (`PreflightResult.device_before`).
     """
 
     def prepare(
@@ -170,8 +172,10 @@ def agentbench_preflight(agentbench_device: ClaimedDevice, agentbench_run_dir: P
         preflight: PreflightSpec | dict | None = None,
         run_dir: Path | None = None,
     ) -> PreflightResult:
+        reads = ()
         if suite is not None:
             app, preflight = suite.app, suite.preflight
+            reads = suite_checks(suite.verify.device, suite.cleanup).before_reads()
         if app is None:
             raise TypeError("agentbench_preflight needs a suite or app=...")
         app_given = app if isinstance(app, AppSpec) else app_spec(app, Path.cwd())
@@ -181,7 +185,7 @@ def agentbench_preflight(agentbench_device: ClaimedDevice, agentbench_run_dir: P
             agentbench_device.take_back()
         result = run_preflight(
             agentbench_device.adb, agentbench_device.serial, app=app_given, preflight=preflight_given,
-            run_dir=run_dir or agentbench_run_dir,
+            run_dir=run_dir or agentbench_run_dir, device_reads=reads,
         )
         agentbench_device.fingerprint = dict(result.device_fingerprint)
         return result

@@ -130,6 +130,10 @@ def add_options(parser: pytest.Parser) -> None:
         "--agentbench-update-suites", dest="agentbench_update_suites", action="store_true", default=False,
         help="With --agentbench-record-baseline: also write the recorded baseline into the suite file, keeping its comments",
     )
+    group.addoption(
+        "--agentbench-prove", dest="agentbench_prove", action="store_true", default=False,
+        help="Prove every suite's checks with its prove: scenarios (pass, fail, fresh state) and no agent",
+    )
     parser.addini("agentbench_output", help="Artifact root for run directories, relative to the rootdir", default=DEFAULT_OUTPUT)
     parser.addini(
         "agentbench_suite_dirs", type="args", default=list(DEFAULT_SUITE_DIRS),
@@ -137,7 +141,7 @@ def add_options(parser: pytest.Parser) -> None:
     )
     parser.addini(
         "agentbench_server", default=DEFAULT_SERVER,
-        help="MCP server profile the agent gets: agentbench, auto-mobile or mobile-mcp",
+        help="MCP server profile the agent gets: agentbench, auto-mobile, mobile-mcp or adb-shell",
     )
     parser.addini(
         "agentbench_warm_start", type="bool", default=True,
@@ -171,6 +175,7 @@ class AgentbenchOptions:
     seed: int = DEFAULT_SEED
     compare_path: Path | None = None
     html_path: Path | None = None
+    prove: bool = False
 
     @property
     def screenshots(self) -> bool:
@@ -211,6 +216,10 @@ class AgentbenchOptions:
         if repeat > 1 and config.getoption("agentbench_from_result"):
             raise pytest.UsageError("--agentbench-repeat runs suites; --agentbench-from-result re-renders saved runs: use one of them")
         compare = config.getoption("agentbench_compare")
+        prove = bool(config.getoption("agentbench_prove"))
+        if prove and (dry_run or record_baseline or config.getoption("agentbench_from_result") or repeat > 1):
+            raise pytest.UsageError("--agentbench-prove drives the device without an agent: it cannot be combined with "
+                                    "--agentbench-dry-run, --agentbench-record-baseline, --agentbench-from-result or --agentbench-repeat")
         return cls(
             device=config.getoption("agentbench_device"),
             model=config.getoption("agentbench_model"),
@@ -229,5 +238,6 @@ class AgentbenchOptions:
             repeat=repeat,
             seed=int(config.getoption("agentbench_seed")),
             compare_path=(invocation_dir / compare).absolute() if compare else None,
+            prove=prove,
             html_path=(invocation_dir / html_path).absolute() if html_path else None,
         )

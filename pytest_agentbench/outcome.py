@@ -113,7 +113,7 @@ def conclude(config: pytest.Config, run: Run, *, result_path: Path, saved: dict[
         server_build_components=run.server_build_components, baseline=suite.baseline,
         baseline_tool_sequence=suite.baseline_tool_sequence, snippet_path=snippet_path,
         snippet_blockers=blockers, audit_inputs=audit_inputs(run),
-        preflight_round_trips=run.preflight_round_trips, environ=environ,
+        preflight_round_trips=run.preflight_round_trips, environ=environ, cleanup=run.cleanup,
         instance=suite.instance.to_json() if suite.instance is not None else None,
     )
     if saved is not None:
@@ -185,6 +185,14 @@ def publish_outcome(item: pytest.Item, result: dict[str, Any], transcript: Trans
     for name in PROPERTY_METRICS:
         if metrics.get(name) is not None:
             item.user_properties.append((f"agentbench_{name}", str(metrics[name])))
+    for check in result.get("checks") or []:
+        # Device checks reach JUnit one property each: pass or fail, what was expected, what was seen.
+        if check.get("kind") not in ("answer", "screen", "device-use", "no-shell") and check.get("name"):
+            state = "passed" if check.get("passed") else "failed"
+            item.user_properties.append((f"agentbench_check_{check['name']}",
+                                         f"{state}: expected {check.get('expected')}; seen {check.get('seen')}"))
+    for left in (result.get("cleanup") or {}).get("left") or []:
+        item.user_properties.append(("agentbench_cleanup_left", left))
     path = result_path or Path(result["runDirectory"]) / "result.json"
     item.user_properties.append((RESULT_PROPERTY, str(path)))
     text = render_text_report(result, current_scoring_code=scoring_code_digest())

@@ -67,9 +67,15 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> SuiteFile 
 class SuiteFile(pytest.File):
     """A suite YAML file; collecting it validates the suite and yields one item per run (`--agentbench-repeat`)."""
 
-    def collect(self) -> Iterator[SuiteItem]:
+    def collect(self) -> Iterator[pytest.Item]:
         suite = load_suite(self.path, self.config.rootpath)
         options = self.config.stash[session_key].options
+        if options.prove:
+            # --agentbench-prove: the suite's proof items replace its run items (one instance).
+            from pytest_agentbench.prove import prove_items
+
+            yield from prove_items(self, instantiate(suite, seed=options.seed, repeat=1))
+            return
         for repeat in range(1, options.repeat + 1):
             # Each repeat is its own seeded instance and its own full run (its own run directory),
             # so pytest-xdist can hand the repeats of one suite to different workers and phones.

@@ -16,11 +16,12 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("suite",),
     ("device",),
     ("servers",),
+    ("checks",),
     ("run",),
     ("audit",),
     ("baseline",),
     ("report",),
-    ("plugin", "session", "options", "fixtures", "outcome", "rerender", "htmlreport"),
+    ("plugin", "session", "options", "fixtures", "outcome", "rerender", "htmlreport", "prove"),
 )
 # Products that stand alone: they may use the stages (the MCP server drives devices, the agents
 # parse transcripts), but no stage below the glue may depend on them.

@@ -91,6 +91,7 @@ def build_result_document(
     preflight_round_trips: int | None = None,
     environ: Mapping[str, str] | None = None,
     instance: Mapping[str, Any] | None = None,
+    cleanup: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The result.json document of one run: metadata, audit, metrics, comparison and fingerprints.
 
@@ -119,6 +120,7 @@ def build_result_document(
         environ: The run's environment, only to mask secrets that leaked into evidence text.
         instance: The seeded task instance (`suite.instance.Instance.to_json()`: id, repeat,
             seed, values), so a later comparison can pair runs of the same instance.
+        cleanup: What cleanup did and left (`run.cleanup.run_cleanup`); shown, never judged.
 
     Returns:
         A JSON-serialisable dict; `render_text_report` renders it without any other input, so
@@ -171,6 +173,7 @@ def build_result_document(
         "scoringCode": scoring_code,
         "auditInputs": dict(audit_inputs or {}),
         "preflight": {"roundTrips": preflight_round_trips, "appBuild": current.get("appBuild")},
+        "cleanup": _plain(cleanup) if cleanup is not None else None,
     }
     return scrub(document, environ)
 

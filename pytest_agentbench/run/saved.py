@@ -7,9 +7,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pytest_agentbench.checks.read import load_reads
 from pytest_agentbench.device.uiautomator import parse_hierarchy
 from pytest_agentbench.errors import AgentbenchError, SavedRunError
-from pytest_agentbench.run.record import ProcessOutcome, Run, ScreenSnapshot
+from pytest_agentbench.run.record import DeviceState, ProcessOutcome, Run, ScreenSnapshot
 from pytest_agentbench.suite import load_suite
 from pytest_agentbench.suite.instance import instantiate
 
@@ -69,6 +70,18 @@ def _screen(run_dir: Path, unavailable_reason: str | None, has_screen_checks: bo
     return ScreenSnapshot(None, unavailable_reason or "the run directory has no screen.xml")
 
 
+def _device_state(run_dir: Path, inputs: Mapping[str, Any], has_device_checks: bool) -> DeviceState | None:
+    """The device checks' reads as the run saved them (device-before.json, device-after.json, device-state/)."""
+    if not has_device_checks:
+        return None
+    saved = inputs.get("deviceState") or {}
+    after = load_reads(run_dir, "after")
+    unavailable = saved.get("unavailableReason")
+    if after is None and not unavailable:
+        unavailable = "the run directory has no device-after.json"
+    return DeviceState(load_reads(run_dir, "before"), after, unavailable)
+
+
 def load_run(result_path: Path, rootdir: Path) -> tuple[Run, dict[str, Any]]:
     """Rebuild a saved run's Run record; the suite is loaded again from its file.
 
@@ -121,5 +134,8 @@ def load_run(result_path: Path, rootdir: Path) -> tuple[Run, dict[str, Any]]:
         preflight_round_trips=(saved.get("preflight") or {}).get("roundTrips"),
         server_build=fingerprints.get("serverBuild"),
         server_build_components=fingerprints.get("serverBuildComponents") or {},
+        device_state=_device_state(run_dir, inputs, bool(suite.verify.device)),
+        shell_tools=frozenset(inputs.get("shellTools") or ()),
+        cleanup=saved.get("cleanup"),
     )
     return run, saved

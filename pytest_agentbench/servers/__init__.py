@@ -68,6 +68,8 @@ class ServerProfile:
         daemon: How the run's private daemon is found and stopped after the agent exits.
         agent_tools: Which of the server's tools ``agentbench-agent`` observes and acts with
             (None: the model agent cannot drive this server).
+        shell_tools: Short names of the server's tools that run commands (``verify.noShell``
+            counts them besides those whose schema takes a command, see ``probe.is_shell_schema``).
     """
 
     name: str
@@ -84,6 +86,7 @@ class ServerProfile:
     stale_build: Callable[[], str | None] | None = None
     daemon: DaemonSpec = field(default_factory=DaemonSpec)
     agent_tools: AgentToolMap | None = None
+    shell_tools: tuple[str, ...] = ()
 
     def scrubs(self, variable: str) -> bool:
         """Tell whether an inherited variable must be removed before the run.
@@ -149,6 +152,22 @@ def agentbench_profile() -> ServerProfile:
         screenshots_env="AGENTBENCH_SCREENSHOTS",
         daemon=DaemonSpec(socket_dir_env="AGENTBENCH_SOCKET_DIR"),
         agent_tools=AGENTBENCH_TOOLS,
+    )
+
+
+def adb_shell_profile() -> ServerProfile:
+    """Raw adb as an MCP server (``pytest_agentbench.mcp_server.adb_shell``): one `shell` tool on the pinned phone."""
+    return ServerProfile(
+        name="adb-shell",
+        command=(sys.executable, "-m", "pytest_agentbench.mcp_server.adb_shell"),
+        private_state=_frozen({"AGENTBENCH_LOG_DIR": "logs", "AGENTBENCH_SOCKET_DIR": "sock"}),
+        scrub=("AGENTBENCH_DEVICE_SERIAL", "AGENTBENCH_DATA_DIR", "AGENTBENCH_LOG_DIR", "AGENTBENCH_DB_DIR",
+               "AGENTBENCH_SOCKET_DIR", "AGENTBENCH_MCP_INSTRUCTIONS"),
+        build_files=(str(PACKAGE_ROOT / "mcp_server" / "*.py"), str(PACKAGE_ROOT / "device" / "*.py")),
+        pinnable=True,
+        pin_env="AGENTBENCH_DEVICE_SERIAL",
+        daemon=DaemonSpec(socket_dir_env="AGENTBENCH_SOCKET_DIR"),
+        shell_tools=("shell",),
     )
 
 
@@ -241,7 +260,7 @@ def mobile_mcp_profile() -> ServerProfile:
     )
 
 
-PROFILE_NAMES = ("agentbench", "auto-mobile", "mobile-mcp")
+PROFILE_NAMES = ("agentbench", "auto-mobile", "mobile-mcp", "adb-shell")
 
 
 def get_profile(name: str, *, automobile_dir: Path | None = None) -> ServerProfile:
@@ -269,4 +288,6 @@ def get_profile(name: str, *, automobile_dir: Path | None = None) -> ServerProfi
         return auto_mobile_profile(automobile_dir)
     if name == "mobile-mcp":
         return mobile_mcp_profile()
+    if name == "adb-shell":
+        return adb_shell_profile()
     raise ConfigError(f"agentbench_server = {name!r} is not a known MCP server profile; expected one of {', '.join(PROFILE_NAMES)}")

@@ -1,4 +1,4 @@
-"""An MCP server's config entry -> its device-aware tool names, read from the server's own `tools/list`."""
+"""An MCP server's config entry -> its device-aware and its shell tool names, read from the server's own `tools/list`."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import os
 import tempfile
 import time
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,10 @@ NEVER_DEVICE_AWARE = frozenset({
     "mobile_login_to_cloud_provider",
 })
 _MAX_REF_DEPTH = 16
+#: A tool runs commands when its input schema has one of these string properties: the rule for
+#: "any MCP tool whose schema runs commands" (`verify.noShell`). No UI tool of the built-in
+#: server, AutoMobile or mobile-mcp 1.0.4 takes one.
+SHELL_ARGUMENTS = ("command", "cmd", "shellCommand", "shell_command", "script")
 
 
 def _resolve(schema: Any, root: Mapping[str, Any], depth: int = 0) -> Any:
@@ -74,6 +79,41 @@ def is_device_aware_schema(name: str, input_schema: Mapping[str, Any] | None) ->
     if not isinstance(properties, Mapping) or "device" not in properties:
         return False
     return _accepts_string(properties["device"], root)
+
+
+def is_shell_schema(input_schema: Mapping[str, Any] | None) -> bool:
+    """A tool is a shell when its input schema has a string property named in SHELL_ARGUMENTS.
+
+    Args:
+        input_schema: The tool's JSON Schema for its arguments.
+
+    Returns:
+        True for tools that take a command line to run.
+    """
+    if not isinstance(input_schema, Mapping):
+        return False
+    schema = _resolve(input_schema, input_schema)
+    properties = schema.get("properties") if isinstance(schema, Mapping) else None
+    if not isinstance(properties, Mapping):
+        return False
+    return any(name in properties and _accepts_string(properties[name], input_schema) for name in SHELL_ARGUMENTS)
+
+
+@dataclass(frozen=True)
+class ToolClasses:
+    """A server's tools as the audit needs them: full names of the device-aware ones and of the shells."""
+
+    device_aware: frozenset[str]
+    shell: frozenset[str]
+
+
+def classify_tools(server_name: str, tools: Iterable[tuple[str, Mapping[str, Any] | None]]) -> ToolClasses:
+    """Full agent-side names (`mcp__<server>__<tool>`) of the device-aware and the shell tools in a listing."""
+    listed = list(tools)
+    return ToolClasses(
+        device_aware_tool_names(server_name, listed),
+        frozenset(f"mcp__{server_name}__{name}" for name, schema in listed if is_shell_schema(schema)),
+    )
 
 
 def device_aware_tool_names(server_name: str, tools: Iterable[tuple[str, Mapping[str, Any] | None]]) -> frozenset[str]:
@@ -136,6 +176,19 @@ def probe_device_aware_tools(mcp_config: Mapping[str, Any], *, environ: Mapping[
     Returns:
         Names like `mcp__agentbench__tapOn`.
     """
+    return probe_tools(mcp_config, environ=environ).device_aware
+
+
+def probe_tools(mcp_config: Mapping[str, Any], *, environ: Mapping[str, str] | None = None) -> ToolClasses:
+    """The device-aware and the shell tools of the single server in an MCP config (one `tools/list`).
+
+    Args:
+        mcp_config: The generated config (`{"mcpServers": {name: entry}}`).
+        environ: The inherited environment (default `os.environ`).
+
+    Returns:
+        Full names, e.g. `mcp__agentbench__tapOn`, `mcp__adb-shell__shell`.
+    """
     ((name, entry),) = mcp_config["mcpServers"].items()
     tools = list_server_tools(entry, environ=dict(os.environ if environ is None else environ))
-    return device_aware_tool_names(name, tools)
+    return classify_tools(name, tools)

@@ -19,6 +19,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
 from pytest_agentbench.errors import SuiteError
+from pytest_agentbench.suite.device_rules import device_problems
 from pytest_agentbench.suite import params
 
 if TYPE_CHECKING:
@@ -71,10 +72,16 @@ class ClaudeSpec:
 
 @dataclass(frozen=True)
 class VerifySpec:
-    """The hard checks: texts the final answer and the post-run screen must show."""
+    """The hard checks: texts the final answer and the post-run screen must show, device checks, shell use.
+
+    ``device`` keeps the validated `verify.device` entries as mappings; the checks stage
+    (`checks.parse_device_checks`) turns them into typed specs.
+    """
 
     answer_includes: tuple[str, ...]
     screen_includes: tuple[str, ...]
+    device: tuple[Mapping[str, Any], ...] = ()
+    no_shell: bool = False
 
 
 @dataclass(frozen=True)
@@ -96,6 +103,10 @@ class Suite:
     baseline: dict | None
     baseline_tool_sequence: tuple[str, ...]
     raw: dict
+    #: The validated `cleanup:` steps (mappings), run after the post-run reads.
+    cleanup: tuple[Mapping[str, Any], ...] = ()
+    #: The validated `prove:` block, or None.
+    prove: Mapping[str, Any] | None = None
     #: The seeded task instance this suite is (None: the suite as loaded, nothing filled).
     instance: Instance | None = None
     #: The suite as declared, before its params were filled (None: this is it). Its raw mapping
@@ -318,6 +329,7 @@ def _code_rules(path: Path, data: dict, rootdir: Path, problems: list[str]) -> t
             if isinstance(values, dict):
                 for key, value in values.items():
                     problems += _pref_value_problems(f"preflight.sharedPreferences.{file_name}.{key}", value)
+    problems += device_problems(data)
     return prompt_path, prompt_text
 
 
@@ -424,7 +436,9 @@ def build_suite(path: Path, data: dict, line: int, app: AppSpec, prompt_path: Pa
         ),
         verify=VerifySpec(
             answer_includes=tuple(verify.get("answerIncludes", ())),
-            screen_includes=tuple(verify["screenIncludes"]),
+            screen_includes=tuple(verify.get("screenIncludes", ())),
+            device=tuple(verify.get("device", ())),
+            no_shell=bool(verify.get("noShell", False)),
         ),
         failure_patterns=tuple(data.get("failurePatterns", ())),
         ignored_failure_patterns=tuple(data.get("ignoredFailurePatterns", ())),
@@ -432,6 +446,8 @@ def build_suite(path: Path, data: dict, line: int, app: AppSpec, prompt_path: Pa
         baseline=data.get("baseline") or None,
         baseline_tool_sequence=tuple(data.get("baselineToolSequence", ())),
         raw=data,
+        cleanup=tuple(data.get("cleanup", ())),
+        prove=data.get("prove"),
     )
 
 
