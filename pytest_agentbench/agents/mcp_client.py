@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Literal, Protocol, TextIO
 
 import anyio
 import anyio.to_thread
@@ -31,14 +31,50 @@ class ConfigProblem(Exception):
     """An invalid --mcp-config; the message is what Claude Code prints."""
 
 
+class ServerSession(Protocol):
+    """A connected MCP server as McpConnection uses it (the standard-library client or the SDK's)."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """`tools/call`: the result as JSON (`content`, `structuredContent`, `isError`)."""
+        ...
+
+
+class _StdlibSession:
+    """The standard-library client (servers/mcpclient.py) behind the async interface."""
+
+    def __init__(self, client: StdioClient) -> None:
+        self.client = client
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return await anyio.to_thread.run_sync(lambda: self.client.call_tool(name, arguments, timeout_s=TOOL_CALL_TIMEOUT_S))
+        except McpClientError as exc:
+            return {"content": [{"type": "text", "text": f"MCP error: {exc}"}], "isError": True}
+
+
+class _SdkSession:
+    """The official MCP SDK's ClientSession behind the same interface."""
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        try:
+            with anyio.fail_after(TOOL_CALL_TIMEOUT_S):
+                result = await self.session.call_tool(name, arguments)
+        except Exception as exc:  # noqa: BLE001 - a server that died or hung answers with an error result
+            return {"content": [{"type": "text", "text": f"MCP error: {exc}"}], "isError": True}
+        return result.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
 @dataclass
 class McpServer:
-    """One configured server and, once connected, its client and tool names."""
+    """One configured server and, once connected, its session and tool names."""
 
     name: str
     config: dict[str, Any]
     status: str = "failed"
-    client: StdioClient | None = None
+    client: ServerSession | None = None
     tools: list[str] = field(default_factory=list)
 
     @property
@@ -154,13 +190,19 @@ def _file_backed(stream: TextIO) -> TextIO:
 
 @dataclass
 class McpConnection:
-    """The servers of --mcp-config, connected as Claude Code connects them, and the run's permissions."""
+    """The servers of --mcp-config, connected as Claude Code connects them, and the run's permissions.
+
+    `client` chooses how: `stdlib` (servers/mcpclient.py, no SDK import, the replay agent's
+    choice) or `sdk` (the official MCP SDK's stdio client, agentbench-agent's). The SDK starts
+    the server in a session of its own; the harness's post-run step finds it by the run token.
+    """
 
     servers: list[McpServer]
     permissions: Permissions
     stderr: TextIO
     environ: Mapping[str, str]
     program: str
+    client: Literal["stdlib", "sdk"] = "stdlib"
 
     async def connect(self, stack: AsyncExitStack, timeout_s: float) -> None:
         """Start and initialize every server; one that fails stays `failed` and the run goes on."""
@@ -174,11 +216,13 @@ class McpConnection:
             self.warn(f"MCP server {server.name!r}: only stdio servers with a 'command' can be started")
             return
         args = [str(arg) for arg in server.config.get("args") or []]
-        # Claude Code starts a server with its own whole environment, the config's env on top. The
-        # client is the standard library's (servers/mcpclient.py), not the SDK's: no half second of
-        # imports per run, and the server stays in this process group, so stopping the agent's
-        # group stops it too (the SDK's client starts it in a new session).
+        # Claude Code starts a server with its own whole environment, the config's env on top.
         env = {**self.environ, **server.env}
+        if self.client == "sdk":
+            await self._connect_sdk(server, stack, command, args, env, timeout_s)
+            return
+        # The standard library's client: no half second of SDK imports per run, and the server
+        # stays in this process group, so stopping the agent's group stops it too.
         try:
             client = await anyio.to_thread.run_sync(lambda: StdioClient(command, args, env=env, errlog=_file_backed(self.stderr)))
         except McpClientError as exc:
@@ -197,9 +241,34 @@ class McpConnection:
             client.close()
             return
         stack.callback(client.close)
-        server.client = client
+        server.client = _StdlibSession(client)
         server.status = "connected"
         server.tools = [tool["name"] for tool in listing]
+
+    async def _connect_sdk(self, server: McpServer, stack: AsyncExitStack, command: str, args: list[str],
+                           env: dict[str, str], timeout_s: float) -> None:
+        from mcp.client.session import ClientSession
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+
+        inner = AsyncExitStack()
+        try:
+            read, write = await inner.enter_async_context(
+                stdio_client(StdioServerParameters(command=command, args=args, env=env), errlog=_file_backed(self.stderr))
+            )
+            session = await inner.enter_async_context(ClientSession(read, write))
+            # The deadline covers the handshake only: a cancel scope around the contexts entered
+            # above would end before they do, which anyio refuses.
+            with anyio.fail_after(timeout_s):
+                await session.initialize()
+                listing = await session.list_tools()
+        except Exception as exc:  # noqa: BLE001 - a server that cannot start is `failed`, as Claude reports it
+            await inner.aclose()
+            self.warn(f"MCP server {server.name!r} failed to start: {exc}")
+            return
+        stack.push_async_callback(inner.aclose)
+        server.client = _SdkSession(session)
+        server.status = "connected"
+        server.tools = [tool.name for tool in listing.tools]
 
     def warn(self, message: str) -> None:
         """One line on stderr, prefixed with the program name."""
@@ -242,17 +311,10 @@ class McpConnection:
             return self.environ[DEVICE_SERIAL_VARIABLE]
         for server in self.servers:
             if server.client is not None and listing_tool and listing_tool in server.tools:
-                result = await self._call_tool(server.client, listing_tool, {})
+                result = await server.client.call_tool(listing_tool, {})
                 if not result.get("isError"):
                     return device_from_listing(result.get("structuredContent"), text_of(result.get("content") or []))
         return None
-
-    async def _call_tool(self, client: StdioClient, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        """One tools/call; a server that died or hung mid-run answers with an error result, as Claude's does."""
-        try:
-            return await anyio.to_thread.run_sync(lambda: client.call_tool(name, arguments, timeout_s=TOOL_CALL_TIMEOUT_S))
-        except McpClientError as exc:
-            return {"content": [{"type": "text", "text": f"MCP error: {exc}"}], "isError": True}
 
     async def call(self, writer: StreamWriter, tool: str, arguments: dict[str, Any]) -> tuple[str, CallOutcome]:
         """Call a tool in the current turn, as Claude Code would: tool_use, permission check, tool_result.
@@ -275,7 +337,7 @@ class McpConnection:
             writer.deny(tool_use_id, name, arguments)
             return name, CallOutcome(f"permission to use {name} was not granted (--allowedTools)", True, refused="permission-denied")
         assert server is not None and server.client is not None
-        result = await self._call_tool(server.client, short_tool_name(name), arguments)
+        result = await server.client.call_tool(short_tool_name(name), arguments)
         blocks = [block for block in result.get("content") or [] if isinstance(block, dict)]
         is_error, structured = bool(result.get("isError")), result.get("structuredContent")
         content, tool_use_result = mcp_tool_result_shape(blocks, structured, is_error)
