@@ -140,7 +140,7 @@ TAP = {"tool": "tapOn", "args": {"text": "Save"}}
     [
         ({"fail": []}, "prove.pass: required key is missing"),
         ({"pass": {"steps": [TAP], "answr": "x"}}, "prove.pass.answr: unknown key (did you mean 'answer'?)"),
-        ({"pass": {"steps": [{"tool": "tapOn", "adb": ["x"]}]}}, "prove.pass.steps[0]: expected exactly one of tool, adb or wait, got tool, adb"),
+        ({"pass": {"steps": [{"tool": "tapOn", "adb": ["x"]}]}}, "prove.pass.steps[0]: expected exactly one of tool, adb, seed or wait, got tool, adb"),
         ({"pass": {"steps": [{"adb": ["x"], "args": {}}]}}, "prove.pass.steps[0]: args and expect_error belong to a tool step, not to adb"),
         ({"pass": {"steps": [{"wait": 900}]}}, "prove.pass.steps[0].wait"),
         ({"pass": {"steps": []}, "fail": [{"name": "x", "check": "nope", "reasonIncludes": "w", "steps": []}]},

@@ -27,6 +27,7 @@ from pytest_agentbench.checks import appops as appops_kind
 from pytest_agentbench.checks.base import DeviceReads, RawRead, Read, cut, unreadable
 from pytest_agentbench.checks.provider import parse_rows, provider_error, query_read
 from pytest_agentbench.device.shellscript import Script, sh
+from pytest_agentbench.suite.seed import PhotoSeed, SeedStep, SmsSeed
 
 CONTACTS_URI = "content://com.android.contacts/raw_contacts"
 SMS_URI = "content://sms"
@@ -93,12 +94,14 @@ def prop_tracker(name: str) -> Tracker:
     return Tracker("prop", f"property {name}", Read(f"prop:{name}", sh("getprop", name)), (("name", name),))
 
 
-def trackers_for(check_entries: Iterable[Mapping[str, Any]], steps: Iterable[Mapping[str, Any]]) -> tuple[Tracker, ...]:
-    """The sources cleanup watches for a suite: those its device checks read, and those its steps restore.
+def trackers_for(check_entries: Iterable[Mapping[str, Any]], steps: Iterable[Mapping[str, Any]],
+                 seeds: Iterable[SeedStep] = ()) -> tuple[Tracker, ...]:
+    """The sources cleanup watches for a suite: those its device checks read, those its steps restore, those its seeds fill.
 
     Args:
         check_entries: The suite's validated `verify.device` entries.
         steps: Its validated `cleanup:` steps.
+        seeds: Its `preflight.seed` steps (seeded SMS and photos are removed after the run).
 
     Returns:
         The trackers, one per source.
@@ -107,6 +110,12 @@ def trackers_for(check_entries: Iterable[Mapping[str, Any]], steps: Iterable[Map
 
     def add(tracker: Tracker) -> None:
         found.setdefault(tracker.read.key, tracker)
+
+    for seed in seeds:
+        if isinstance(seed, SmsSeed):
+            add(rows_tracker("SMS", SMS_URI, root=True))
+        elif isinstance(seed, PhotoSeed):
+            add(rows_tracker("MediaStore images", IMAGES_URI))
 
     for entry in check_entries:
         kind = entry.get("kind")
