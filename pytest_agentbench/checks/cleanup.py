@@ -183,14 +183,21 @@ def _numeric(value: str) -> tuple[int, str]:
 
 
 def _appop_mode(text: str, op: str) -> str:
-    """`cmd appops get PKG OP` -> the mode; an op nothing set reads `default` (as `No operations.`)."""
+    """`cmd appops get PKG OP` -> the mode in force; an op nothing set has its default mode.
+
+    That is the `Default mode: X` line AppOpsService prints after `No operations.`, else the op's
+    AOSP default. `default` (MODE_DEFAULT) is a mode of its own, not "untouched".
+    """
+    fallback = appops_kind.default_mode(op)
     for line in text.splitlines():
         line = line.strip()
         if line.startswith("Uid mode: "):
             line = line[len("Uid mode: "):]
         if line.startswith(f"{op}: "):
-            return line[len(op) + 2:].split(";", 1)[0].strip()
-    return "default"
+            return line[len(op) + 2:].split(";", 1)[0].split(" (", 1)[0].strip()
+        if line.startswith("Default mode: "):
+            fallback = line[len("Default mode: "):].strip()
+    return fallback
 
 
 # ----------------------------------------------------------------------------- undo
@@ -214,7 +221,10 @@ def undo_actions(tracker: Tracker, before: Any, after: Any) -> list[Action]:
         return _setting_actions(tracker.param("namespace"), before, after)
     if tracker.source == "appops-mode":
         op, mode = tracker.param("op"), tracker.param("mode")
-        actions = [Action(f"reset {op} of {package} (newly {mode})", sh("cmd", "appops", "set", package, op, "default"))
+        # Back to the op's own default mode (which drops the setting), never to MODE_DEFAULT.
+        default = appops_kind.default_mode(op)
+        actions = [Action(f"reset {op} of {package} (newly {mode}) to its default {default}",
+                          sh("cmd", "appops", "set", package, op, default))
                    for package in after if package not in before]
         actions += [Action(f"set {op} of {package} back to {mode}", sh("cmd", "appops", "set", package, op, mode))
                     for package in before if package not in after]
