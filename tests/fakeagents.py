@@ -76,6 +76,11 @@ BODIES: dict[str, str] = {
     "answer": """
 answer(PARAMS["final"])
 """,
+    # Does nothing at all: no tool call and no answer, then a successful end.
+    "nothing": """
+init()
+result("")
+""",
     # A complete, successful-looking stream, then a non-zero exit status.
     "exit-nonzero": """
 answer(PARAMS["final"])
@@ -290,6 +295,21 @@ def environ_for_scripts() -> dict[str, str]:
 
 REPO = Path(__file__).resolve().parents[1]
 BENCHMARK = REPO / "benchmark" / "agent"
+#: The committed suites the harness tests run (one Playground screen task each, and wifi-on): the
+#: core jobs have their own sessions (test_jobs_e2e.py), so a harness test stays a few seconds long.
+HARNESS_SUITES = ("bug-repro", "ux-flow", "wifi-on")
+#: `-k` for a session over the repository's benchmark/ that runs only HARNESS_SUITES.
+HARNESS_K = " or ".join(name.replace("-", "_") for name in HARNESS_SUITES)
+
+
+def copy_benchmark_parts(target: Path, suites: tuple[str, ...] = HARNESS_SUITES) -> Path:
+    """Copy `suites` (their files), every prompt and every plan to target/{suites,prompts,plans}; returns target."""
+    for part in ("prompts", "plans"):
+        shutil.copytree(BENCHMARK / part, target / part, dirs_exist_ok=True)
+    (target / "suites").mkdir(parents=True, exist_ok=True)
+    for name in suites:
+        shutil.copy2(BENCHMARK / "suites" / f"{name}.yml", target / "suites" / f"{name}.yml")
+    return target
 #: A generous bound for one whole pytest session (a hang detector, not a timing assertion).
 SESSION_TIMEOUT_S = 300
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from adbserver import PrivateAdbServer, start_private_adb_server
 from checklab import FIVE_CHECKS, LAB, PASS_STEPS, lab_phone, lab_suite, phone_sources, tap, write_project
-from fakeagents import REPO, junit_cases, run_session, session_env
+from fakeagents import HARNESS_K, REPO, junit_cases, run_session, session_env
 
 from pytest_agentbench.sim.fleet import SimFleet
 
@@ -214,8 +214,9 @@ def test_wifi_on_passes_twice_in_a_row_on_one_phone_because_cleanup_puts_wi_fi_b
         assert phone.settings["global"]["wifi_on"] == "0"
 
 
-def test_the_committed_suites_prove_on_the_simulated_phone(lab, tmp_path: Path) -> None:
-    done, cases = session(lab, REPO, tmp_path, "--agentbench-prove")
+def test_the_harness_suites_prove_on_the_simulated_phone(lab, tmp_path: Path) -> None:
+    # The core jobs' proofs run on a stock phone in test_jobs_e2e.py.
+    done, cases = session(lab, REPO, tmp_path, "--agentbench-prove", "-k", HARNESS_K)
     outcomes = {name: case.outcome for name, case in cases.items()}
     assert outcomes == {
         "bug-repro[prove-pass]": "skipped", "bug-repro[prove-fresh]": "passed",

@@ -22,6 +22,7 @@ import pytest
 from pytest_agentbench.audit.scoring import scoring_code_digest
 
 from adbserver import module_adb_server  # noqa: F401  (fixture)
+from fakeagents import copy_benchmark_parts
 
 REPO = Path(__file__).resolve().parents[1]
 BENCHMARK = REPO / "benchmark" / "agent"
@@ -72,8 +73,7 @@ def run_session(root: Path, *args: str, port: int) -> Session:
 def saved(module_adb_server, tmp_path_factory) -> tuple[Path, Session]:
     """One session on the simulated phone: bug-repro passes, wifi-on (expecting `WIFI: off`) fails."""
     root = tmp_path_factory.mktemp("saved")
-    for part in ("suites", "prompts", "plans"):
-        shutil.copytree(BENCHMARK / part, root / "benchmark" / "agent" / part)
+    copy_benchmark_parts(root / "benchmark" / "agent")
     (root / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
     wifi = root / "benchmark" / "agent" / "suites" / "wifi-on.yml"
     wifi.write_text(wifi.read_text(encoding="utf-8").replace('["WIFI: on"]', '["WIFI: off"]'), encoding="utf-8")
