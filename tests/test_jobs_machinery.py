@@ -332,3 +332,38 @@ def test_the_secure_connections_check_passes_on_either_chromes_key(tmp_path: Pat
     assert check.passed and f"{key} is true" in check.seen, check
     prefs = json.loads(adb.phone.private_file("com.android.chrome", "app_chrome/Default/Preferences"))
     assert prefs[key] is True and len({"https_first_balanced_mode_enabled", "https_only_mode_enabled"} & set(prefs)) == 1
+
+
+# ----------------------------------------------------------------------------- the committed core jobs
+
+CORE = ("chrome-search-engine", "chrome-secure-connections", "clock-world-clock", "messages-pin-archive", "photos-crop",
+        "testbed-pickup-code", "qa-forms-bug-report", "qa-shop-bug-report", "wakelock-restrict", "log-code-to-contact")
+MIXED = ("wakelock-restrict", "log-code-to-contact")
+
+
+@pytest.mark.parametrize("name", CORE)
+def test_a_core_job_says_why_it_needs_the_phone_and_proves_every_check(name: str) -> None:
+    path = SUITES / f"{name}.yml"
+    text = path.read_text(encoding="utf-8")
+    header = text.split("\nname:", 1)[0]
+    # Seed 001: the reason is written per job, in the open, as the suite's first comment.
+    assert ("A mixed job (seed 001)" if name in MIXED else "Why this job needs the phone (seed 001):") in header
+    suite = load_suite(path, REPO)
+    assert suite.verify.no_shell is (name not in MIXED)
+    assert suite.claude.model == "claude-sonnet-5-5"
+    assert suite.verify.device and suite.prove is not None
+    failed_checks = {scenario["check"] for scenario in suite.prove["fail"]}
+    assert {entry["name"] for entry in suite.verify.device} <= failed_checks
+    if suite.verify.answer_includes:
+        assert "answer" in failed_checks
+    assert suite.cleanup or suite.preflight.seed or any(entry["kind"] in ("content", "appops", "media") for entry in suite.verify.device)
+
+
+def test_the_dry_run_lists_a_suites_seeds_with_their_commands() -> None:
+    from pytest_agentbench.run.dryrun import device_reads_text
+
+    text = device_reads_text(load_suite(SUITES / "messages-pin-archive.yml", REPO))
+    assert "seeds (in the reset round trip, after a baseline read of the watched sources; 0 files pushed first):" in text
+    assert "  seed 1 sms from +15551230001: su 0 content insert --uri content://sms/inbox --bind address:s:+15551230001" in text
+    photo = device_reads_text(load_suite(SUITES / "photos-crop.yml", REPO))
+    assert "1 files pushed first" in photo and "cp /data/local/tmp/agentbench/seed-beach.png /sdcard/Pictures/beach.png" in photo
