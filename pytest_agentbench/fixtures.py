@@ -17,6 +17,7 @@ from pytest_agentbench.device.adb import Adb, AdbEndpoint
 from pytest_agentbench.device.pool import ClaimedDevice, DevicePool, ensure_server, share_of
 from pytest_agentbench.device.selection import check_no_ios_devices, choose_devices, parse_device_option
 from pytest_agentbench.run.artifacts import PrivateDaemon, new_run_dir
+from pytest_agentbench.run import shutdown
 from pytest_agentbench.run.preflight import PreflightResult, run_preflight
 from pytest_agentbench.session import session_key
 from pytest_agentbench.suite import AppSpec, PreflightSpec, Suite, app_spec, preflight_spec
@@ -38,6 +39,8 @@ def agentbench_devices(request: pytest.FixtureRequest) -> Iterator[DevicePool]:
     sim_count, named = parse_device_option(session.options.device)
     adb = Adb(AdbEndpoint.from_environ())
     started_server = ensure_server(adb)
+    # A forced exit (a second Ctrl+C) skips this teardown; the adb server we started goes anyway.
+    forced = shutdown.on_force_exit(lambda: adb.kill_server(timeout_s=2)) if started_server else None
     fleet = None
     try:
         if sim_count:
@@ -53,6 +56,8 @@ def agentbench_devices(request: pytest.FixtureRequest) -> Iterator[DevicePool]:
             fleet.stop()
         if started_server:
             adb.kill_server()
+        if forced is not None:
+            shutdown.forget(forced)
 
 
 _controller_adb_key = pytest.StashKey["Adb"]()
@@ -84,7 +89,12 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def agentbench_device(agentbench_devices: DevicePool) -> Iterator[ClaimedDevice]:
     """A device for this test: ownership checked, benchmark lock held, allocation claim held."""
     with agentbench_devices.claim() as device:
-        yield device
+        # Claim files are released by a forced exit too (a dead owner's claim is stale anyway).
+        forced = shutdown.on_force_exit(device.release)
+        try:
+            yield device
+        finally:
+            shutdown.forget(forced)
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@
 Each script accepts Claude Code's print-mode flags (it ignores them), reads the prompt on stdin and
 writes Claude Code stream-json lines on stdout, then misbehaves as asked: hang, die by a signal,
 print garbage or a truncated last line, answer without touching the device, exit non-zero, kill
-a process (the simulated phone), or hand over to `agentbench-replay`.
+a process (the simulated phone), hand over to `agentbench-replay`, or linger after its result.
 
 `write_agent(directory, "hang", marker=...)` writes one behaviour; `write_dispatcher(directory,
 {suite name: Behaviour(...)})` writes one agent that picks its behaviour from `AGENTBENCH_SUITE`
@@ -145,6 +145,14 @@ while not os.path.exists(PARAMS["go"]) and time.monotonic() < deadline:
     time.sleep(0.02)
 say(PARAMS["final"])
 result(PARAMS["final"])
+""",
+    # Plays the suite's plan with agentbench-replay (a child, same stdout), then lingers after
+    # its result event as Claude Code sometimes does, until the harness ends it.
+    "replay-linger": """
+subprocess.run(["agentbench-replay", *sys.argv[1:]], input=prompt.encode("utf-8"), check=False)
+if PARAMS.get("marker"):
+    mark(PARAMS["marker"], pid=os.getpid(), pgid=os.getpgrp())
+time.sleep(PARAMS.get("linger_s", 600))
 """,
     # Becomes agentbench-replay with the same arguments and stdin (same pid, same process group).
     "replay": """

@@ -90,6 +90,7 @@ def build_result_document(
     audit_inputs: Mapping[str, Any] | None = None,
     preflight_round_trips: int | None = None,
     environ: Mapping[str, str] | None = None,
+    timing: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The result.json document of one run: metadata, audit, metrics, comparison and fingerprints.
 
@@ -116,6 +117,8 @@ def build_result_document(
             re-audit of the saved run sees exactly what this audit saw.
         preflight_round_trips: adb round trips preflight spent.
         environ: The run's environment, only to mask secrets that leaked into evidence text.
+        timing: Where the time went: `agent` (`audit.timing.TimeSplit.as_dict()`, or None for a
+            run without a timing sidecar) and `harness` (preflight, setup, post-run, audit seconds).
 
     Returns:
         A JSON-serialisable dict; `render_text_report` renders it without any other input, so
@@ -167,6 +170,7 @@ def build_result_document(
         "scoringCode": scoring_code,
         "auditInputs": dict(audit_inputs or {}),
         "preflight": {"roundTrips": preflight_round_trips, "appBuild": current.get("appBuild")},
+        "timing": {"agent": None, "harness": {}, **_plain(timing or {})},
     }
     return scrub(document, environ)
 

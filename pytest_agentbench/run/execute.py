@@ -8,6 +8,7 @@ from __future__ import annotations
 import glob
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
@@ -18,8 +19,8 @@ from pytest_agentbench.run.artifacts import PrivateDaemon, RunArtifacts, write_r
 from pytest_agentbench.run.fingerprints import requested_model
 from pytest_agentbench.run.invocation import Invocation, InvocationOptions, build_invocation
 from pytest_agentbench.run.postrun import read_post_run_screen
-from pytest_agentbench.run.record import ProcessOutcome, Run
-from pytest_agentbench.run.runner import run_agent
+from pytest_agentbench.run.record import Run
+from pytest_agentbench.run.runner import StreamProgress, run_agent
 from pytest_agentbench.run.server_build import ServerBuild, adb_client_versions, server_build_fingerprint
 from pytest_agentbench.servers.probe import probe_device_aware_tools
 
@@ -81,6 +82,7 @@ def measure_run(
     environ: Mapping[str, str],
     project_root: Path,
     nodeid: str | None = None,
+    progress: Callable[[StreamProgress], None] | None = None,
 ) -> Run:
     """One attempt: preflight, the measured agent run and the post-run reads.
 
@@ -96,6 +98,7 @@ def measure_run(
         environ: The environment the run inherits.
         project_root: The pytest rootdir (lock files for the server build).
         nodeid: The pytest node id, recorded.
+        progress: Called while the agent runs with the stream so far (tool calls, seconds).
 
     Returns:
         The Run record, ready for `audit_run`.
@@ -104,7 +107,10 @@ def measure_run(
         PreflightError, DeviceUnavailable, AgentProcessError: The run could not start.
     """
     artifacts = RunArtifacts(run_dir)
+    clock = time.monotonic()
     prepared = preflight(suite, run_dir=run_dir)
+    harness = {"preflightSeconds": _since(clock)}
+    clock = time.monotonic()
     workdir = Path(tempfile.mkdtemp(prefix="agentbench-agent-"))
     try:
         invocation = build_invocation(
@@ -114,25 +120,26 @@ def measure_run(
         write_run_files(artifacts, invocation)
         tools, probe_error = device_aware_tools(cache, invocation, environ)
         device.hand_over()
+        harness["setupSeconds"] = _since(clock)
         started_at = now()
         agent = run_agent(
             invocation.argv, env=invocation.env, cwd=workdir, prompt=invocation.prompt,
             stdout_path=artifacts.transcript, stderr_path=artifacts.stderr,
-            timeout_s=suite.claude.timeout_seconds,
+            timeout_s=suite.claude.timeout_seconds, timing_path=artifacts.timing,
+            idle_timeout_s=suite.claude.idle_timeout_seconds, on_progress=progress,
         )
         finished_at = now()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+    clock = time.monotonic()
     screen, device_lost = read_post_run_screen(device, suite, artifacts)
     build = server_build(cache, profile=profile, claude=options.claude, environ=environ,
                          adb_endpoint=str(device.adb.endpoint), project_root=project_root)
+    harness["postRunSeconds"] = _since(clock)
     return Run(
         suite=suite,
         run_dir=run_dir,
-        process=ProcessOutcome(
-            exit_code=agent.exit_code, timed_out=agent.timed_out, signal=agent.signal,
-            wall_clock_seconds=agent.wall_clock_seconds,
-        ),
+        process=agent.outcome,
         screen=screen,
         device_aware_tools=tools,
         probe_error=probe_error,
@@ -148,4 +155,9 @@ def measure_run(
         preflight_round_trips=prepared.round_trips,
         server_build=build.digest,
         server_build_components=dict(build.components),
+        harness_seconds=harness,
     )
+
+
+def _since(clock: float) -> float:
+    return round(time.monotonic() - clock, 3)

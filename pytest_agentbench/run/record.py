@@ -27,6 +27,9 @@ class ProcessOutcome:
     wall_clock_seconds: float
     #: Why the harness ended the run early, when it did (no output for N seconds), else None.
     stopped_because: str | None = None
+    #: The harness ended the group after the stream's `result` event because the agent lingered:
+    #: the run had finished, and `signal`/`exit_code` are the harness's doing, not a crash.
+    ended_after_result: bool = False
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,8 @@ class Run:
         device_fingerprint, app_build: Read by this run's preflight.
         preflight_round_trips: adb round trips preflight spent.
         server_build, server_build_components: The `serverBuild` fingerprint and its parts.
+        harness_seconds: The harness's own time around the agent (`preflightSeconds`,
+            `setupSeconds`, `postRunSeconds`), measured by `run/execute.py`.
     """
 
     suite: Suite
@@ -73,6 +78,7 @@ class Run:
     preflight_round_trips: int | None = None
     server_build: str | None = None
     server_build_components: Mapping[str, str] = field(default_factory=dict)
+    harness_seconds: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def transcript_path(self) -> Path:
@@ -81,6 +87,10 @@ class Run:
     @property
     def screen_path(self) -> Path:
         return self.run_dir / "screen.xml"
+
+    @property
+    def timing_path(self) -> Path:
+        return self.run_dir / "claude.timing.jsonl"
 
 
 def audit_inputs(run: Run) -> dict[str, Any]:
@@ -93,6 +103,7 @@ def audit_inputs(run: Run) -> dict[str, Any]:
             "signal": process.signal,
             "wallClockSeconds": process.wall_clock_seconds,
             "stoppedBecause": process.stopped_because,
+            "endedAfterResult": process.ended_after_result,
         },
         "deviceAwareTools": sorted(run.device_aware_tools),
         "probeError": run.probe_error,

@@ -58,6 +58,8 @@ class ClaudeSpec:
     disallowed_tools: tuple[str, ...]
     max_budget_usd: float | None
     timeout_seconds: float
+    #: `idleTimeoutSeconds`: end the run when the stream is silent this long; None = off.
+    idle_timeout_seconds: float | None = None
 
 
 @dataclass(frozen=True)
@@ -372,6 +374,7 @@ def _build(path: Path, data: dict, line: int, rootdir: Path, prompt_path: Path, 
     verify = data["verify"]
     allowed = claude.get("allowedTools")
     budget = claude.get("maxBudgetUsd")
+    idle = claude.get("idleTimeoutSeconds")
     return Suite(
         path=path,
         name=data["name"],
@@ -388,6 +391,7 @@ def _build(path: Path, data: dict, line: int, rootdir: Path, prompt_path: Path, 
             disallowed_tools=tuple(claude.get("disallowedTools", ())),
             max_budget_usd=float(budget) if budget is not None else None,
             timeout_seconds=float(claude.get("timeoutSeconds", 900)),
+            idle_timeout_seconds=float(idle) if idle is not None else None,
         ),
         verify=VerifySpec(
             answer_includes=tuple(verify.get("answerIncludes", ())),
