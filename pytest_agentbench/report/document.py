@@ -186,7 +186,40 @@ def build_session_document(results: Sequence[Mapping[str, Any]], *, started_at: 
         "startedAt": started_at,
         "finishedAt": finished_at,
         "counts": counts,
+        "timing": session_timing(results),
         "runs": [dict(result) for result in results],
+    }
+
+
+_AGENT_PARTS = ("wallClockSeconds", "startupSeconds", "modelSeconds", "toolSeconds", "afterResultSeconds")
+
+
+def session_timing(results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Where the session's time went: the runs' time splits and harness times, summed.
+
+    Runs without a split (saved before the timing sidecar existed) are counted in
+    `runsWithoutSplit` and left out of the agent sums, not guessed.
+    """
+    agent = dict.fromkeys(_AGENT_PARTS, 0.0)
+    harness: dict[str, float] = {}
+    split = unsplit = 0
+    for result in results:
+        timing = result.get("timing") or {}
+        parts = timing.get("agent")
+        if parts:
+            split += 1
+            for key in _AGENT_PARTS:
+                agent[key] += float(parts.get(key) or 0.0)
+        else:
+            unsplit += 1
+        for key, value in (timing.get("harness") or {}).items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                harness[key] = harness.get(key, 0.0) + float(value)
+    return {
+        "runsWithSplit": split,
+        "runsWithoutSplit": unsplit,
+        "agent": {key: round(value, 3) for key, value in agent.items()},
+        "harness": {key: round(value, 3) for key, value in harness.items()},
     }
 
 

@@ -81,17 +81,17 @@ def _time_section(result: Mapping[str, Any]) -> list[str]:
     timing = result.get("timing") or {}
     harness = timing.get("harness") or {}
     shown = [f"{label} {_seconds(harness[key])} s" for key, label in _HARNESS_PARTS if harness.get(key) is not None]
-    ours = f"; harness: {', '.join(shown)}" if shown else ""
+    ours = [f"Harness time: {', '.join(shown)}"] if shown else []
     agent = timing.get("agent")
     if not agent:
         wall = (result.get("metrics") or {}).get("wallClockSeconds")
-        return [f"Time: agent {_seconds(wall)} s (no timing sidecar, so no split){ours}"]
+        return [f"Time: agent {_seconds(wall)} s (no timing sidecar, so no split)"] + ours
     parts = " + ".join(
         f"{label} {_seconds(agent.get(key))}"
         for key, label in (("startupSeconds", "startup"), ("modelSeconds", "model"), ("toolSeconds", "tools"),
                            ("afterResultSeconds", "after result"))
     )
-    lines = [f"Time: agent {_seconds(agent.get('wallClockSeconds'))} s = {parts}{ours}"]
+    lines = [f"Time: agent {_seconds(agent.get('wallClockSeconds'))} s = {parts}"]
     rows = [
         [tool.get("tool", "?"), str(tool.get("count", 0)) + (f" ({tool['unanswered']} unanswered)" if tool.get("unanswered") else ""),
          f"{float(tool.get('totalSeconds') or 0):.3f}",
@@ -101,7 +101,7 @@ def _time_section(result: Mapping[str, Any]) -> list[str]:
     if rows:
         rendered = tabulate(rows, headers=["tool", "calls", "total s", "median s"], tablefmt="simple", disable_numparse=True)
         lines += ["  " + line for line in rendered.splitlines()]
-    return lines
+    return lines + ours
 
 
 def _sequence_section(result: Mapping[str, Any]) -> list[str]:

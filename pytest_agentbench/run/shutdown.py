@@ -24,6 +24,7 @@ from collections.abc import Callable
 from types import FrameType
 
 from pytest_agentbench.run.runner import kill_all_groups
+from pytest_agentbench.run.stream import block_main_thread_signals
 
 #: Once the first signal arrived, the process is ended by force if it still runs this long after.
 SHUTDOWN_DEADLINE_S = 60.0
@@ -47,7 +48,7 @@ class _Guard:
         self.previous: dict[int, object] = {}
         self.first: int | None = None
         self.deadline_s = SHUTDOWN_DEADLINE_S
-        self.watchdog: threading.Timer | None = None
+        self.watchdog: threading.Event | None = None
         self.callbacks: dict[int, Callable[[], object]] = {}
         self.tokens = itertools.count(1)
         # The terminal's stderr, kept before pytest captures fd 2 around a test: a forced exit
@@ -97,7 +98,7 @@ def uninstall() -> None:
             signal.signal(signum, previous)  # type: ignore[arg-type]
     _guard.previous.clear()
     if _guard.watchdog is not None:
-        _guard.watchdog.cancel()
+        _guard.watchdog.set()
         _guard.watchdog = None
     _guard.first = None
     if _guard.stderr_fd is not None:
@@ -131,13 +132,18 @@ def _handle(signum: int, frame: FrameType | None) -> None:
     if _guard.first is not None:
         force_exit(f"a second signal ({signal.Signals(signum).name})")
     _guard.first = signum
-    timer = threading.Timer(_guard.deadline_s, force_exit, args=(f"the shutdown took longer than {_guard.deadline_s:g} s",))
-    timer.daemon = True
-    timer.start()
-    _guard.watchdog = timer
+    cancelled = threading.Event()
+    threading.Thread(target=_deadline, args=(cancelled, _guard.deadline_s), name="agentbench-shutdown-deadline", daemon=True).start()
+    _guard.watchdog = cancelled
     if signum == signal.SIGINT:
         raise KeyboardInterrupt
     raise SessionTerminated(signum)
+
+
+def _deadline(cancelled: threading.Event, seconds: float) -> None:
+    block_main_thread_signals()
+    if not cancelled.wait(seconds):
+        force_exit(f"the shutdown took longer than {seconds:g} s")
 
 
 def force_exit(why: str) -> None:
