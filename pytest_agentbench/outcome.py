@@ -18,7 +18,7 @@ import yaml
 from pytest_agentbench.audit.scoring import scoring_code_digest
 from pytest_agentbench.audit.timing import time_split
 from pytest_agentbench.audit.transcript import Transcript, parse_file
-from pytest_agentbench.audit.verdict import Audit, audit_run
+from pytest_agentbench.audit.verdict import Audit, audit_run, watched_patterns
 from pytest_agentbench.baseline.snippet import build_baseline_block, insert_baseline, render_snippet, snippet_blockers
 from pytest_agentbench.errors import VerdictFailed
 from pytest_agentbench.options import attempts_for
@@ -97,7 +97,7 @@ def conclude(config: pytest.Config, run: Run, *, result_path: Path, saved: dict[
     """
     session = config.stash[session_key]
     clock = time.monotonic()
-    transcript = parse_file(run.transcript_path)
+    transcript = parse_file(run.transcript_path, watch=watched_patterns(run.suite))
     audit = audit_run(run, transcript)
     split = time_split(
         transcript.timeline, read_arrivals(run.timing_path), wall_clock_seconds=run.process.wall_clock_seconds,

@@ -13,6 +13,7 @@ from pytest_agentbench.errors import ConfigError
 from pytest_agentbench.options import AgentbenchOptions
 from pytest_agentbench.report.document import build_session_document, verdict_status
 from pytest_agentbench.report.summary import fit, render_summary_table, render_verbose_details, verdict_line
+from pytest_agentbench.run.artifacts import agent_workdir_parent
 from pytest_agentbench.run.dryrun import SECTION as DRY_RUN_SECTION
 from pytest_agentbench.run.dryrun import current_environ, dry_run_text
 from pytest_agentbench.servers import ServerProfile, get_profile
@@ -40,6 +41,16 @@ class AgentbenchSession:
             self.profile: ServerProfile = get_profile(self.options.server, automobile_dir=self.options.automobile_dir)
         except ConfigError as exc:
             raise pytest.UsageError(str(exc)) from exc
+        # A dry run and a re-render run nothing, so only a measured run refuses a stale build.
+        measures = not self.options.dry_run and not self.options.from_results
+        stale = self.profile.stale_build() if self.profile.stale_build and measures else None
+        if stale:
+            raise pytest.UsageError(f"agentbench_server = {self.profile.name}: {stale}")
+        if measures:
+            try:
+                agent_workdir_parent(config.rootpath)
+            except ConfigError as exc:
+                raise pytest.UsageError(str(exc)) from None
         if self.options.server_instructions and not self.profile.instructions_env:
             raise pytest.UsageError(
                 f"--server-instructions: the {self.profile.name} MCP server (agentbench_server) has no "

@@ -136,6 +136,59 @@ while time.monotonic() < deadline:
 time.sleep(PARAMS.get("after_s", 1.0))
 answer(PARAMS["final"])
 """,
+    # Writes where it runs and every CLAUDE.md in that directory or above it, then answers.
+    "report-cwd": """
+here = os.getcwd()
+found = []
+path = here
+while True:
+    if os.path.isfile(os.path.join(path, "CLAUDE.md")):
+        found.append(os.path.join(path, "CLAUDE.md"))
+    if os.path.dirname(path) == path:
+        break
+    path = os.path.dirname(path)
+mark(PARAMS["marker"], cwd=here, claude_md_above=found)
+answer(PARAMS["final"])
+""",
+    # Starts a daemon that detaches into its own process group and claims the device, as a real
+    # MCP server's daemon does: with the server's environment from --mcp-config ("own"), or without
+    # the run's token and with a socket elsewhere ("interloper"). Then it answers.
+    "detached-daemon": """
+config = json.load(open(sys.argv[sys.argv.index("--mcp-config") + 1]))
+(server,) = config["mcpServers"].values()
+env = dict(os.environ)
+env.update(server["env"])
+if PARAMS["kind"] == "interloper":
+    env.pop("AGENTBENCH_RUN_TOKEN", None)
+    socket_path = PARAMS["socket"]
+else:
+    socket_path = os.path.join(server["env"]["AGENTBENCH_SOCKET_DIR"], "agentbench-mcp-daemon.sock")
+daemon_code = (
+    "import os, sys, time\\n"
+    "from pytest_agentbench.device.adb import AdbEndpoint\\n"
+    "from pytest_agentbench.device.claims import acquire_claim\\n"
+    "serial, socket_path, ready = sys.argv[1:4]\\n"
+    "acquire_claim(serial, scope=AdbEndpoint.from_environ(os.environ).scope, socket_path=socket_path)\\n"
+    "open(ready, 'w').close()\\n"
+    "time.sleep(3600)\\n"
+)
+serial = env["AGENTBENCH_DEVICE_SERIAL"]
+ready = PARAMS["marker"] + ".ready"
+daemon = subprocess.Popen([sys.executable, "-c", daemon_code, serial, socket_path, ready], env=env,
+                          start_new_session=True, stdin=subprocess.DEVNULL)
+deadline = time.monotonic() + 60
+while not os.path.exists(ready) and time.monotonic() < deadline and daemon.poll() is None:
+    time.sleep(0.02)
+mark(PARAMS["marker"], daemon=daemon.pid, pgid=os.getpgrp())
+init()
+emit({"type": "assistant", "message": {"id": "msg_fake", "type": "message", "role": "assistant", "model": "fake-model",
+      "content": [{"type": "tool_use", "id": "toolu_1", "name": "mcp__%s__observe" % SERVER, "input": {"device": serial}}],
+      "usage": {"input_tokens": 10, "output_tokens": 5}}, "session_id": "fake-session"})
+emit({"type": "user", "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
+      "content": [{"type": "text", "text": "observed"}], "is_error": False}]}, "session_id": "fake-session"})
+say(PARAMS["final"])
+result(PARAMS["final"])
+""",
     # Writes a marker, then waits for a go file before answering (a gate a test or script controls).
     "gate": """
 init()

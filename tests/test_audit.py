@@ -13,6 +13,7 @@ from pytest_agentbench.run.record import ProcessOutcome, Run, ScreenSnapshot
 from pytest_agentbench.device.uiautomator import UiNode
 from pytest_agentbench.suite import AppSpec, ClaudeSpec, PreflightSpec, Suite, VerifySpec
 from pytest_agentbench.audit.transcript import (
+    AgentReport,
     InitEvent,
     McpServerStatus,
     PermissionDenial,
@@ -486,6 +487,7 @@ def test_metrics_and_tool_sequence() -> None:
         "costUsd": 0.0123,
         "wallClockSeconds": 4.25,
         "stumbles": 1,
+        "recoveries": 0,
         "toolCounts": {"listDevices": 1, "observe": 2, "tapOn": 1, "ToolSearch": 1},
     }
     assert audit.tool_sequence == ("listDevices", "observe", "tapOn", "observe", "ToolSearch")
@@ -562,3 +564,24 @@ def test_verdicts_of_real_claude_code_transcripts(
         assert reason_or_stumble in [s.kind for s in audit.stumbles]
     elif reason_or_stumble is not None:
         assert any(r.startswith(reason_or_stumble) for r in audit.verdict.reasons), audit.verdict.reasons
+
+
+# Reports of agentbench-agent (transcript.AgentReport): repairs are "recovery" stumbles, a refused
+# model call is a "tool-error" stumble, observations (no-change, self-undo, the ending) are neither.
+@pytest.mark.parametrize(
+    ("reports", "stumbles", "recoveries"),
+    [
+        ((), [], 0),
+        ((AgentReport("recovery", "recovered a tap call (unterminated-json)", 3, {"tool": "tap"}),), [("recovery", "tap")], 1),
+        ((AgentReport("retry", "the reply was empty", 1, {}),), [("recovery", "retry")], 1),
+        ((AgentReport("action-error", "index 9 is not on the current screen", 2, {"tool": "tap"}),), [("tool-error", "tap")], 0),
+        ((AgentReport("no-change", "tap changed nothing", 1, {"tool": "tap"}), AgentReport("self-undo", "undo", 4, {}),
+          AgentReport("action", "tap(index=1)", 1, {"tool": "tap"}), AgentReport("episode-end", "done", 4, {})), [], 0),
+    ],
+    ids=["none", "recovery", "retry", "refused-call", "observations-only"],
+)
+def test_agent_reports_become_stumbles_and_the_recoveries_metric(reports, stumbles, recoveries) -> None:
+    audit = run_audit(stream=transcript(reports=reports))
+    assert [(stumble.kind, stumble.tool) for stumble in audit.stumbles] == stumbles
+    assert (audit.metrics["recoveries"], audit.metrics["stumbles"]) == (recoveries, len(stumbles))
+    assert audit.verdict.status == "passed", "reports are never scored"

@@ -34,6 +34,7 @@ METRICS = {
     "costUsd": 0.1,
     "wallClockSeconds": 4.2,
     "stumbles": 0,
+    "recoveries": 0,
     "toolCounts": {"tapOn": 3, "observe": 4},
 }
 
@@ -59,7 +60,7 @@ def _block(**overrides):
 def test_metric_rows_cover_every_metric_in_order_then_tools_sorted():
     rows = metric_rows(METRICS, METRICS)
     names = [row.name for row in rows]
-    assert names[:11] == [
+    assert names[:12] == [
         "toolCalls",
         "mcpCalls",
         "deviceAwareCalls",
@@ -71,8 +72,9 @@ def test_metric_rows_cover_every_metric_in_order_then_tools_sorted():
         "costUsd",
         "wallClockSeconds",
         "stumbles",
+        "recoveries",
     ]
-    assert names[11:] == ["toolCounts.observe", "toolCounts.tapOn"]
+    assert names[12:] == ["toolCounts.observe", "toolCounts.tapOn"]
     assert all(row.delta == 0 and row.format_delta() == "0" for row in rows)
 
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
+from pathlib import Path
 
 import pytest
 
 from pytest_agentbench.device.adb import DeviceInfo
 from pytest_agentbench.errors import DeviceUnavailable
-from pytest_agentbench.device.selection import check_no_ios_devices, choose_devices, parse_device_option
+from pytest_agentbench.device.selection import check_no_ios_devices, choose_devices, ios_devices_present, parse_device_option
 
 A, B = DeviceInfo("emulator-5554", "device"), DeviceInfo("emulator-5556", "device")
 OFF, UNAUTH = DeviceInfo("emulator-5558", "offline"), DeviceInfo("R58M", "unauthorized")
@@ -66,30 +68,73 @@ def test_bad_sim_count_is_refused(value):
         parse_device_option(value)
 
 
-def _fake_run(outputs):
+DEVICECTL = Path(__file__).parent / "data" / "devicectl"
+SIMCTL_BOOTED = json.dumps({"devices": {"com.apple.CoreSimulator.SimRuntime.iOS-18-1": [
+    {"name": "iPhone 16", "udid": "ABC-123", "state": "Booted", "isAvailable": True}]}})
+SIMCTL_NONE = json.dumps({"devices": {"com.apple.CoreSimulator.SimRuntime.iOS-18-1": [
+    {"name": "iPhone 16", "udid": "ABC-123", "state": "Shutdown", "isAvailable": True}]}})
+
+
+def _fake_run(simctl: tuple[int, object], devicectl: tuple[int, object]):
+    """xcrun: simctl prints its JSON; devicectl writes it to the --json-output path, as the real tools do."""
     def run(argv, **kwargs):
-        code, out = outputs[argv[1]]
+        code, out = simctl if argv[1] == "simctl" else devicectl
         if isinstance(out, Exception):
             raise out
+        if argv[1] == "devicectl":
+            if out is not None:
+                Path(argv[argv.index("--json-output") + 1]).write_text(out, encoding="utf-8")
+            return subprocess.CompletedProcess(argv, code, "Name  Hostname  Identifier  State  Model\n", "boom" if code else "")
         return subprocess.CompletedProcess(argv, code, out, "boom" if code else "")
     return run
 
 
+def _recorded(name: str) -> str:
+    return (DEVICECTL / name).read_text(encoding="utf-8")
+
+
 @pytest.mark.parametrize(
-    "outputs, message",
+    ("name", "present"),
     [
-        ({"simctl": (0, "== Devices ==\n-- iOS 18 --\n    iPhone 16 (ABC) (Booted)\n"), "devicectl": (0, "")}, "simulator is booted"),
-        ({"simctl": (0, ""), "devicectl": (0, "Name  Hostname  Identifier  State  Model\n----\nPhone  p.local  X  connected  iPhone\n")}, "device is connected"),
-        ({"simctl": (1, ""), "devicectl": (0, "")}, "failed .*the run stops"),
-        ({"simctl": (0, FileNotFoundError("xcrun")), "devicectl": (0, "")}, "could not check for iOS devices"),
+        ("connected.json", ["Ana's iPhone (00008130-000A1B2C3D4E5F60)"]),
+        ("available-paired.json", ["Lab iPhone (00008110-00112233AABBCCDD)"]),
+        ("unavailable.json", []),
+        ("watch-only.json", []),
+        ("none.json", []),
     ],
-    ids=["simulator-booted", "device-connected", "check-failed", "xcrun-missing"],
+    ids=["connected", "available (paired) counts too", "unavailable", "a watch is not an iOS target", "no devices"],
 )
-def test_ios_targets_refuse_the_run_on_macos(outputs, message):
+def test_devicectl_json_listing(name: str, present: list[str]) -> None:
+    assert ios_devices_present(json.loads(_recorded(name))) == present
+
+
+def test_a_devicectl_document_of_another_shape_is_refused() -> None:
+    with pytest.raises(ValueError, match="devicectl"):
+        ios_devices_present({"devices": []})
+
+
+
+
+@pytest.mark.parametrize(
+    ("simctl", "devicectl", "message"),
+    [
+        ((0, SIMCTL_BOOTED), (0, _recorded("none.json")), r"simulator is booted \(iPhone 16 \(ABC-123\)\)"),
+        ((0, SIMCTL_NONE), (0, _recorded("connected.json")), r"device is connected \(Ana's iPhone"),
+        ((0, SIMCTL_NONE), (0, _recorded("available-paired.json")), r"device is connected \(Lab iPhone"),
+        ((1, ""), (0, _recorded("none.json")), "failed .*the run stops"),
+        ((0, FileNotFoundError("xcrun")), (0, _recorded("none.json")), "could not check for iOS devices"),
+        ((0, SIMCTL_NONE), (0, None), "printed no listing this harness can read"),
+        ((0, "== Devices ==\n"), (0, _recorded("none.json")), "printed no listing this harness can read"),
+    ],
+    ids=["simulator-booted", "device-connected", "available-paired-device", "check-failed", "xcrun-missing",
+         "devicectl-wrote-nothing", "simctl-not-json"],
+)
+def test_ios_targets_refuse_the_run_on_macos(simctl, devicectl, message):
     with pytest.raises(DeviceUnavailable, match=message):
-        check_no_ios_devices(run=_fake_run(outputs), platform="darwin")
+        check_no_ios_devices(run=_fake_run(simctl, devicectl), platform="darwin")
 
 
-def test_no_ios_targets_pass_on_macos_and_the_check_is_skipped_elsewhere():
-    check_no_ios_devices(run=_fake_run({"simctl": (0, "== Devices ==\n"), "devicectl": (0, "No devices found.\n")}), platform="darwin")
-    check_no_ios_devices(run=_fake_run({}), platform="linux")
+@pytest.mark.parametrize("recorded", ["none.json", "unavailable.json", "watch-only.json"])
+def test_no_ios_targets_pass_on_macos_and_the_check_is_skipped_elsewhere(recorded):
+    check_no_ios_devices(run=_fake_run((0, SIMCTL_NONE), (0, _recorded(recorded))), platform="darwin")
+    check_no_ios_devices(run=_fake_run((0, FileNotFoundError("xcrun")), (0, None)), platform="linux")

@@ -154,6 +154,10 @@ BAD_CALLS = [
     ("tapOn", {"index": 1, "text": "Reset"}, "tapOn takes only one of index, text, id, but got index and text"),
     ("tapOn", {"index": "first"}, "malformed arguments for tapOn: index: input should be a valid integer"),
     ("tapOn", {"txt": "Reset"}, "malformed arguments for tapOn: unknown argument 'txt'; tapOn takes index, text, id, device"),
+    ("tapOn", {"x": 5}, "tapOn at a point needs both x and y"),
+    ("tapOn", {"x": 5, "y": 5, "index": 1}, "tapOn takes either a point (x, y) or one of index, text, id, not both"),
+    ("tapOn", {"x": -1, "y": 5}, "point -1,5 is off the screen; x and y are pixels from the top left corner"),
+    ("tapOn", {"x": 5000, "y": 5}, "point 5000,5 is off the screen, which is 1080x"),
     ("pressButton", {"button": "bak"}, "malformed arguments for pressButton: button: input should be 'back'"),
     ("pressButton", {}, "malformed arguments for pressButton: button: field required"),
     ("swipeOn", {"direction": "up", "fromX": 1}, "swipeOn takes either direction or fromX/fromY/toX/toY, not both"),
@@ -246,6 +250,21 @@ def test_action_reports_the_new_screen_or_that_nothing_changed(tmp_path: Path) -
     assert changed[1].startswith('tapped Button "Add Item" at 540,509; the screen now shows:\nforeground:')
     assert '"Expected count: 1"' in changed[1]
     assert unchanged[1] == 'tapped Button "Reset" at 540,659; the screen did not change'
+
+
+def test_raw_observe_and_tap_at_a_point_for_agents_that_build_their_own_list(tmp_path: Path) -> None:
+    # agentbench-agent's path: the raw tree, then a tap at the point it computed from it.
+    adb = CannedAdb([bug_screen(), bug_screen(1, 1)])
+    server = build_server(config(tmp_path, AGENTBENCH_DEVICE_SERIAL=SERIAL), adb=adb)
+
+    async def body(client: Client) -> list[tuple[bool, str]]:
+        return [await call(client, "observe", raw=True), await call(client, "tapOn", x=540, y=509)]
+
+    (raw_error, raw), (tap_error, tapped) = with_client(server, body)
+    assert not raw_error and raw.startswith(f"foreground: {PKG}/.MainActivity\n<?xml")
+    assert raw.endswith("</hierarchy>"), "the device's trailing status text is cut off"
+    assert not tap_error and tapped.startswith("tapped 540,509; the screen now shows:")
+    assert adb.actions() == ["input tap 540 509"]
 
 
 def test_a_status_bar_clock_tick_is_not_a_change(tmp_path: Path) -> None:

@@ -265,13 +265,15 @@ def test_a_second_interrupt_during_the_grace_kills_the_group_at_once(tmp_path, m
     try:
         proc.stdout.readline()
 
-        def interrupted(seconds: float) -> None:
+        def interrupted(pgid: int) -> bool:
+            # The second Ctrl+C arrives while the group gets its grace.
             raise KeyboardInterrupt
 
-        monkeypatch.setattr(runner.time, "sleep", interrupted)
+        monkeypatch.setattr(runner, "_group_alive", interrupted)
         started = time.monotonic()
         with pytest.raises(KeyboardInterrupt):
             runner.stop_process_group(proc.pid, grace_s=30)
+        monkeypatch.undo()
         assert proc.wait(timeout=10) == -signal.SIGKILL
         assert time.monotonic() - started < 10
     finally:

@@ -25,6 +25,7 @@ SECRETS = {
     "AWS_SESSION_TOKEN": "FwoGZXIvYXdzESECRETSESSION",
     "ANTHROPIC_CUSTOM_HEADERS": "X-Api-Token: headersecretvalue",
     "ANTHROPIC_MODEL": "claude-sonnet-5-5",
+    "AGENTBENCH_OPENAI_API_KEY": "sk-agentbench-SECRETLOCALKEY",
     "NO_PROXY": "localhost,127.0.0.1",
     "PATH": "/usr/bin:/bin",
 }
@@ -32,6 +33,7 @@ SECRETS = {
 SECRET_VALUES = (
     "SECRETAPIKEYVALUE",
     "SECRETOAUTHVALUE",
+    "SECRETLOCALKEY",
     "basepass123",
     "baseuser",
     "proxypass456",
@@ -70,7 +72,7 @@ def test_no_secret_value_is_in_the_components(tmp_path):
         assert secret not in dumped
     components = build.components
     assert components["provider"] == "anthropic"
-    assert components["provider.credential"] == "ANTHROPIC_API_KEY,CLAUDE_CODE_OAUTH_TOKEN"
+    assert components["provider.credential"] == "ANTHROPIC_API_KEY,CLAUDE_CODE_OAUTH_TOKEN,AGENTBENCH_OPENAI_API_KEY"
     assert components["provider.url.ANTHROPIC_BASE_URL"].startswith("https://gateway.example.com:8443 path=sha256:")
     assert components["provider.url.HTTPS_PROXY"] == "http://proxy.corp.example:3128"
     assert components["provider.url.HTTPS_PROXY.credentials"].startswith("sha256:")
@@ -104,6 +106,10 @@ def test_no_secret_value_is_in_the_components(tmp_path):
         ({"AWS_PROFILE": "bench"}, "provider.selector.AWS_PROFILE"),
         ({"ANTHROPIC_WORKSPACE_ID": "wrkspc_01"}, "provider.selector.ANTHROPIC_WORKSPACE_ID"),
         ({"NO_PROXY": "localhost"}, "provider.noProxy.NO_PROXY"),
+        ({"AGENTBENCH_OPENAI_BASE_URL": "http://gpu-box:8077/v1"}, "provider.url.AGENTBENCH_OPENAI_BASE_URL"),
+        ({"AGENTBENCH_OPENAI_API_KEY": ""}, "provider.credential"),
+        ({"AGENTBENCH_OPENAI_TEMPERATURE": "0.7"}, "provider.env.AGENTBENCH_OPENAI_TEMPERATURE"),
+        ({"AGENTBENCH_OPENAI_PRICE_INPUT_PER_MTOK": "0.2"}, "provider.env.AGENTBENCH_OPENAI_PRICE_INPUT_PER_MTOK"),
     ],
 )
 def test_provider_or_host_changes_change_the_build(tmp_path, change, component):
@@ -122,6 +128,8 @@ def test_provider_or_host_changes_change_the_build(tmp_path, change, component):
         {"AWS_SESSION_TOKEN": "rotated-session"},
         {"ANTHROPIC_AUTH_TOKEN": ""},
         {"UNRELATED_VARIABLE": "x"},
+        # The key's value never counts, only whether it is set.
+        {"AGENTBENCH_OPENAI_API_KEY": "sk-rotated"},
     ],
 )
 def test_a_secret_value_change_keeps_the_build(tmp_path, change):

@@ -6,9 +6,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from fakeautomobile import make_checkout
 
 from pytest_agentbench.errors import ConfigError
-from pytest_agentbench.servers import PROFILE_NAMES, get_profile
+from pytest_agentbench.servers import PROFILE_NAMES, automobile_stale_build, get_profile
 
 
 @pytest.mark.parametrize(
@@ -101,3 +102,46 @@ def test_bad_profile_settings(name: str, automobile_dir, message: str) -> None:
 
 def test_profile_names_all_resolve(tmp_path: Path) -> None:
     assert [get_profile(n, automobile_dir=tmp_path).name for n in PROFILE_NAMES] == list(PROFILE_NAMES)
+
+
+# ----------------------------------------------------------------------------- a stale AutoMobile build
+
+
+@pytest.mark.parametrize(
+    ("build_age_s", "newest", "message"),
+    [
+        (0, "src/server/tools.ts", None),
+        (30, "src/server/tools.ts", "is older than src/server/tools.ts; run `bun run build`"),
+        (30, "schemas/tool-definitions.json", "is older than schemas/tool-definitions.json; run `bun run build`"),
+    ],
+    ids=["built after its sources", "a source is newer", "the tool schema is newer"],
+)
+def test_a_stale_automobile_build_is_named_with_its_newest_source(tmp_path: Path, build_age_s: float, newest: str, message: str | None) -> None:
+    checkout = make_checkout(tmp_path / "auto-mobile", build_age_s=build_age_s, newest_source=newest)
+    problem = automobile_stale_build(checkout)
+    if message is None:
+        assert problem is None
+    else:
+        assert problem is not None and message in problem and str(checkout / "dist" / "src" / "index.js") in problem
+
+
+def test_an_unbuilt_checkout_and_an_empty_directory(tmp_path: Path) -> None:
+    checkout = make_checkout(tmp_path / "auto-mobile")
+    (checkout / "dist" / "src" / "index.js").unlink()
+    assert "is not built" in automobile_stale_build(checkout) and "bun run build" in automobile_stale_build(checkout)
+    # Nothing to compare with: the server's own start-up failure tells that story (incomplete).
+    assert automobile_stale_build(tmp_path) is None
+
+
+@pytest.mark.parametrize(("build_age_s", "refused"), [(30, True), (0, False)], ids=["stale build refused", "fresh build runs"])
+def test_a_session_refuses_a_stale_automobile_build_once(pytester: pytest.Pytester, build_age_s: float, refused: bool) -> None:
+    checkout = make_checkout(pytester.path / "auto-mobile", build_age_s=build_age_s)
+    pytester.makeini(f"[pytest]\nagentbench_server = auto-mobile\nagentbench_automobile_dir = {checkout}\n")
+    result = pytester.runpytest("--collect-only", "-p", "no:cacheprovider")
+    if refused:
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines(["*agentbench_server = auto-mobile: the AutoMobile build * is older than src/server/tools.ts; run `bun run build`*"])
+    else:
+        assert result.ret != pytest.ExitCode.USAGE_ERROR, result.stderr.str()
+    # A dry run starts nothing, so it never refuses.
+    assert pytester.runpytest("--agentbench-dry-run", "-p", "no:cacheprovider").ret != pytest.ExitCode.USAGE_ERROR

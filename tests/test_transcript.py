@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -258,3 +259,64 @@ def test_parse_lines_reads_a_generator_once():
     assert isinstance(transcript, Transcript)
     assert consumed == [INIT, TEXT, RESULT]
     assert transcript.result.result == "hi"
+
+
+def test_agent_reports_are_read_and_other_system_events_ignored() -> None:
+    lines = [
+        json.dumps({"type": "system", "subtype": "init", "mcp_servers": [{"name": "agentbench", "status": "connected"}]}),
+        json.dumps({"type": "system", "subtype": "api_retry", "attempt": 1}),
+        json.dumps({"type": "system", "subtype": "agentbench_report", "kind": "recovery", "turn": 3,
+                    "message": "recovered a tap call", "format": "unterminated-json", "session_id": "s", "uuid": "u"}),
+        json.dumps({"type": "system", "subtype": "agentbench_report", "kind": "episode-end", "message": "done",
+                    "ending": "task_complete"}),
+    ]
+    parsed = parse_lines(lines)
+    assert parsed.unparseable == ()
+    assert [(r.kind, r.turn, r.message, r.data) for r in parsed.reports] == [
+        ("recovery", 3, "recovered a tap call", {"format": "unterminated-json"}),
+        ("episode-end", None, "done", {"ending": "task_complete"}),
+    ]
+
+
+# ----------------------------------------------------------------------------- big results stay small
+
+
+def _big_result_stream(text: str) -> list[str]:
+    return [
+        json.dumps({"type": "assistant", "message": {"id": "m1", "content": [{"type": "tool_use", "id": "t1", "name": "mcp__s__observe", "input": {}}]}}),
+        json.dumps({"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "text", "text": text}]}]}}),
+    ]
+
+
+def test_a_long_result_is_kept_as_an_excerpt_with_its_length_and_line(tmp_path):
+    from pytest_agentbench.audit.transcript import RESULT_EXCERPT_CHARS, read_result_text
+
+    text = "x" * 100_000 + " FATAL EXCEPTION " + "y" * 50_000
+    path = tmp_path / "claude.jsonl"
+    path.write_text("\n".join(_big_result_stream(text)) + "\n", encoding="utf-8")
+    (call,) = parse_file(path, watch=("FATAL EXCEPTION", "never there")).tool_calls
+    assert len(call.result_text) == RESULT_EXCERPT_CHARS and call.result_text == text[:RESULT_EXCERPT_CHARS]
+    assert (call.result_chars, call.result_line, call.result_truncated) == (len(text), 2, True)
+    # Watched substrings are answered from the full text, beyond the excerpt.
+    assert call.contains("FATAL EXCEPTION") and not call.contains("never there")
+    with pytest.raises(ValueError, match="was not watched while parsing"):
+        call.contains("yyyy")
+    assert read_result_text(path, call) == text
+
+
+def test_a_short_result_is_kept_whole_and_answers_any_substring():
+    (call,) = parse_lines(_big_result_stream("short text")).tool_calls
+    assert (call.result_text, call.result_chars, call.result_truncated) == ("short text", 10, False)
+    assert call.contains("text") and not call.contains("other")
+
+
+def test_a_failure_pattern_far_beyond_the_excerpt_is_still_a_stumble(tmp_path):
+    from pytest_agentbench.audit.verdict import stumbles_of, watched_patterns
+
+    suite = SimpleNamespace(failure_patterns=("ANR in",), ignored_failure_patterns=("expected ANR",))
+    path = tmp_path / "claude.jsonl"
+    path.write_text("\n".join(_big_result_stream("." * 200_000 + "ANR in com.example")) + "\n", encoding="utf-8")
+    (stumble,) = stumbles_of(suite, parse_file(path, watch=watched_patterns(suite)))
+    assert stumble.kind == "failure-pattern" and stumble.detail.startswith("'ANR in' in result:")
+    path.write_text("\n".join(_big_result_stream("." * 200_000 + "ANR in com.example (expected ANR)")) + "\n", encoding="utf-8")
+    assert stumbles_of(suite, parse_file(path, watch=watched_patterns(suite))) == []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TextIO
 
 Arity = Literal["flag", "value", "optional", "variadic"]
 
@@ -111,6 +111,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
     _o("--plan", "value", "<file>", "The plan to play (default: beside $AGENTBENCH_SUITE_FILE, else $AGENTBENCH_PLAN)"),
     _o("--replay-transcript", "value", "<file>", "Replay the MCP tool calls and final answer of an earlier claude.jsonl"),
 )
+#: Claude Code's own options only (the model agent adds none of its own).
+CLAUDE_OPTIONS: tuple[OptionSpec, ...] = OPTIONS[:-2]
 
 _BY_NAME = {name: spec for spec in OPTIONS for name in spec.names}
 
@@ -131,11 +133,12 @@ class ParsedArgs:
         return key in self.values
 
 
-def parse_args(argv: list[str]) -> ParsedArgs:
+def parse_args(argv: list[str], options: tuple[OptionSpec, ...] = OPTIONS) -> ParsedArgs:
     """Parse a command line the way Claude Code's commander does.
 
     Args:
         argv: The arguments after the program name.
+        options: The options this program accepts (default: Claude's plus replay's own).
 
     Returns:
         The parsed options and the optional positional prompt.
@@ -143,6 +146,7 @@ def parse_args(argv: list[str]) -> ParsedArgs:
     Raises:
         UsageError: With commander's message (`error: unknown option '--foo'`).
     """
+    by_name = _BY_NAME if options is OPTIONS else {name: spec for spec in options for name in spec.names}
     parsed = ParsedArgs()
     positionals: list[str] = []
     index = 0
@@ -156,7 +160,7 @@ def parse_args(argv: list[str]) -> ParsedArgs:
             positionals.append(arg)
             continue
         name, has_inline, inline = arg.partition("=") if arg.startswith("--") else (arg, "", "")
-        spec = _BY_NAME.get(name)
+        spec = by_name.get(name)
         if spec is None:
             raise UsageError(f"error: unknown option '{arg if not has_inline else name}'")
         if spec.arity == "flag":
@@ -214,23 +218,66 @@ def split_tool_list(values: list[str]) -> list[str]:
     return rules
 
 
-def help_text(program: str) -> str:
-    """The `--help` text, laid out like commander's."""
+REPLAY_DESCRIPTION = (
+    "A scripted agent that speaks Claude Code's print-mode contract: it reads the prompt on",
+    "stdin, starts the MCP servers of --mcp-config, plays a plan's tool calls through them and",
+    "writes Claude Code 2.1.197 stream-json. It costs nothing and calls no model.",
+)
+
+
+def help_text(
+    program: str,
+    *,
+    description: tuple[str, ...] = REPLAY_DESCRIPTION,
+    options: tuple[OptionSpec, ...] = OPTIONS,
+    overrides: dict[str, str] | None = None,
+) -> str:
+    """The `--help` text, laid out like commander's (`overrides`: option key -> its help line here)."""
+    overrides = overrides or {}
     lines = [
         f"Usage: {program} [options] [prompt]",
         "",
-        "A scripted agent that speaks Claude Code's print-mode contract: it reads the prompt on",
-        "stdin, starts the MCP servers of --mcp-config, plays a plan's tool calls through them and",
-        "writes Claude Code 2.1.197 stream-json. It costs nothing and calls no model.",
+        *description,
         "",
         "Arguments:",
         "  prompt".ljust(42) + "Your prompt (default: read from stdin)",
         "",
         "Options:",
     ]
-    for spec in OPTIONS:
-        if spec.hidden:
+    for spec in options:
+        if spec.hidden and spec.key not in overrides:
             continue
+        shown = overrides.get(spec.key, spec.help)
         left = f"  {', '.join(spec.names)} {spec.metavar}".rstrip()
-        lines.append(left.ljust(42) + spec.help if len(left) < 41 else f"{left}\n{'':42}{spec.help}")
+        lines.append(left.ljust(42) + shown if len(left) < 41 else f"{left}\n{'':42}{shown}")
     return "\n".join(lines) + "\n"
+
+
+def print_mode_problem(args: ParsedArgs, program: str) -> str | None:
+    """Why a parsed command line cannot run in print mode (Claude Code's own wording), or None.
+
+    Args:
+        args: The parsed arguments.
+        program: The agent's name, for the messages.
+
+    Returns:
+        The error line to print on stderr (exit status 1), or None when the flags fit.
+    """
+    if not args.has("print"):
+        return f"Error: {program} has only print mode; pass -p/--print"
+    if str(args.get("output-format", "text")) == "stream-json" and not args.has("verbose"):
+        return "Error: When using --print, --output-format=stream-json requires --verbose"
+    if args.get("input-format") == "stream-json":
+        return f"Error: {program} reads a text prompt only; --input-format stream-json is not supported"
+    return None
+
+
+def read_prompt(args: ParsedArgs, stdin: TextIO) -> str:
+    """The prompt: the positional argument, else stdin (nothing from a terminal)."""
+    if args.prompt is not None:
+        return args.prompt
+    return "" if stdin.isatty() else stdin.read()
+
+
+#: Claude Code's words when no prompt came.
+NO_PROMPT = "Error: Input must be provided either through stdin or as a prompt argument when using --print"

@@ -10,6 +10,7 @@ from datetime import datetime, timezone
 from typing import Any, TextIO
 
 from pytest_agentbench import __version__
+from pytest_agentbench.audit.transcript import AGENT_REPORT_SUBTYPE
 
 # Named so a transcript (and a baseline's claudeCodeVersion) can never be mistaken for Claude's.
 REPLAY_VERSION = f"{__version__}-agentbench-replay"
@@ -18,19 +19,22 @@ DEFAULT_MODEL = "replay"
 #: model, so the harness's observed model says so (the init event still echoes --model, as
 #: Claude Code's does).
 REPLAY_MODEL = "agentbench-replay"
+#: Claude Code's model name on assistant messages it makes up itself (API errors).
+SYNTHETIC_MODEL = "<synthetic>"
 
 
 def _zero_usage_preliminary() -> dict[str, int]:
     return {"input_tokens": 0, "output_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
 
 
-def _zero_usage_total() -> dict[str, Any]:
+def _zero_usage_total(counts: dict[str, int] | None = None) -> dict[str, Any]:
     # The key order and nested keys of Claude Code 2.1.197's result.usage.
+    counts = counts or {}
     return {
-        "input_tokens": 0,
-        "cache_creation_input_tokens": 0,
-        "cache_read_input_tokens": 0,
-        "output_tokens": 0,
+        "input_tokens": counts.get("input_tokens", 0),
+        "cache_creation_input_tokens": counts.get("cache_creation_input_tokens", 0),
+        "cache_read_input_tokens": counts.get("cache_read_input_tokens", 0),
+        "output_tokens": counts.get("output_tokens", 0),
         "server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0},
         "service_tier": "standard",
         "cache_creation": {"ephemeral_1h_input_tokens": 0, "ephemeral_5m_input_tokens": 0},
@@ -82,7 +86,15 @@ class StreamWriter:
     started: float = field(default_factory=time.monotonic)
     turns: int = 0
     permission_denials: list[dict[str, Any]] = field(default_factory=list)
+    #: What the init event names as the CLI version, and the model on assistant messages.
+    version: str = REPLAY_VERSION
+    assistant_model: str = REPLAY_MODEL
+    api_key_source: str = "none"
+    #: Token counts (result.usage counters) and the cost so far; None = no price is known.
+    usage: dict[str, int] = field(default_factory=dict)
+    cost_usd: float | None = 0
     _message_id: str | None = None
+    _id_tag: str = "replay"
 
     def _emit(self, event: dict[str, Any]) -> None:
         self.out.write(json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n")
@@ -103,8 +115,8 @@ class StreamWriter:
                 "model": self.model,
                 "permissionMode": "default",
                 "slash_commands": [],
-                "apiKeySource": "none",
-                "claude_code_version": REPLAY_VERSION,
+                "apiKeySource": self.api_key_source,
+                "claude_code_version": self.version,
                 "output_style": "default",
                 "agents": [],
                 "skills": [],
@@ -117,14 +129,14 @@ class StreamWriter:
             }
         )
 
-    def _assistant(self, block: dict[str, Any], extra: dict[str, Any] | None = None) -> None:
+    def _assistant(self, block: dict[str, Any], extra: dict[str, Any] | None = None, *, model: str | None = None) -> None:
         event = {
             "type": "assistant",
             "message": {
                 "id": self._message_id,
                 "type": "message",
                 "role": "assistant",
-                "model": REPLAY_MODEL,
+                "model": model or self.assistant_model,
                 "content": [block],
                 "stop_reason": None,
                 "stop_sequence": None,
@@ -134,7 +146,7 @@ class StreamWriter:
             "parent_tool_use_id": None,
             "session_id": self.session_id,
             "uuid": str(uuid.uuid4()),
-            "request_id": f"req_replay_{_hex_id()}",
+            "request_id": f"req_{self._id_tag}_{_hex_id()}",
         }
         event.update(extra or {})
         self._emit(event)
@@ -142,7 +154,32 @@ class StreamWriter:
     def begin_turn(self) -> None:
         """Start a new assistant message (one model turn); counts toward `num_turns`."""
         self.turns += 1
-        self._message_id = f"msg_replay_{_hex_id()}"
+        self._message_id = f"msg_{self._id_tag}_{_hex_id()}"
+
+    def thinking(self, text: str) -> None:
+        """An assistant thinking block in the current turn (the model's reasoning, as Claude writes it)."""
+        self._assistant({"type": "thinking", "thinking": text, "signature": ""})
+
+    def report(self, kind: str, message: str, **data: Any) -> None:
+        """A `system` event of this project's own (AGENT_REPORT_SUBTYPE): what the agent did or saw.
+
+        Args:
+            kind: What happened (`recovery`, `retry`, `no-change`, `self-undo`, ...).
+            message: One sentence for a reader.
+            **data: More fields, JSON-serialisable.
+        """
+        self._emit(
+            {
+                "type": "system",
+                "subtype": AGENT_REPORT_SUBTYPE,
+                "kind": kind,
+                "turn": self.turns,
+                "message": message,
+                **data,
+                "session_id": self.session_id,
+                "uuid": str(uuid.uuid4()),
+            }
+        )
 
     def text(self, text: str) -> None:
         """An assistant text block in the current turn."""
@@ -150,7 +187,7 @@ class StreamWriter:
 
     def tool_use(self, name: str, tool_input: dict[str, Any], *, server: str | None) -> str:
         """An assistant tool_use block in the current turn; returns its `toolu_...` id."""
-        tool_use_id = f"toolu_replay_{_hex_id()}"
+        tool_use_id = f"toolu_{self._id_tag}_{_hex_id()}"
         extra = None
         if name.startswith("mcp__"):
             meta: dict[str, Any] = {"id": tool_use_id, "display_name": _display_name(name)}
@@ -191,6 +228,10 @@ class StreamWriter:
     def _duration_ms(self) -> int:
         return int((time.monotonic() - self.started) * 1000)
 
+    def _money(self) -> dict[str, Any]:
+        # Claude always writes total_cost_usd; an agent that cannot price its tokens leaves it out.
+        return {} if self.cost_usd is None else {"total_cost_usd": self.cost_usd}
+
     def result_success(self, final_text: str) -> None:
         """The closing `result` event of a run that answered."""
         self._emit(
@@ -208,8 +249,8 @@ class StreamWriter:
                 "result": final_text,
                 "stop_reason": "end_turn",
                 "session_id": self.session_id,
-                "total_cost_usd": 0,
-                "usage": _zero_usage_total(),
+                **self._money(),
+                "usage": _zero_usage_total(self.usage),
                 "modelUsage": {},
                 "permission_denials": self.permission_denials,
                 "terminal_reason": "completed",
@@ -230,8 +271,8 @@ class StreamWriter:
                 "num_turns": self.turns + 1,
                 "stop_reason": "tool_use",
                 "session_id": self.session_id,
-                "total_cost_usd": 0,
-                "usage": _zero_usage_total(),
+                **self._money(),
+                "usage": _zero_usage_total(self.usage),
                 "modelUsage": {},
                 "permission_denials": self.permission_denials,
                 "terminal_reason": "max_turns",
@@ -241,8 +282,99 @@ class StreamWriter:
             }
         )
 
+    def result_max_budget(self, budget_usd: float) -> None:
+        """The `error_max_budget_usd` result: the cost so far reached `--max-budget-usd`."""
+        self._emit(
+            {
+                "type": "result",
+                "subtype": "error_max_budget_usd",
+                "duration_ms": self._duration_ms(),
+                "duration_api_ms": 0,
+                "is_error": True,
+                "num_turns": self.turns,
+                "stop_reason": "tool_use",
+                "session_id": self.session_id,
+                **self._money(),
+                "usage": _zero_usage_total(self.usage),
+                "modelUsage": {},
+                "permission_denials": self.permission_denials,
+                "fast_mode_state": "off",
+                "uuid": str(uuid.uuid4()),
+                "errors": [f"Reached maximum budget (${budget_usd:g})"],
+            }
+        )
+
+    def new_message(self) -> None:
+        """Start another assistant message in the same turn (the final answer gets one of its own)."""
+        self._message_id = f"msg_{self._id_tag}_{_hex_id()}"
+
+    def result_error_during_execution(self, error: str) -> None:
+        """The `error_during_execution` result: the agent could not go on (its MCP server stopped answering)."""
+        self._emit(
+            {
+                "type": "result",
+                "subtype": "error_during_execution",
+                "duration_ms": self._duration_ms(),
+                "duration_api_ms": 0,
+                "is_error": True,
+                "num_turns": self.turns,
+                "stop_reason": None,
+                "session_id": self.session_id,
+                **self._money(),
+                "usage": _zero_usage_total(self.usage),
+                "modelUsage": {},
+                "permission_denials": self.permission_denials,
+                "fast_mode_state": "off",
+                "uuid": str(uuid.uuid4()),
+                "errors": [error],
+            }
+        )
+
+    def result_api_error(self, message: str, status: int | None) -> None:
+        """An API error, as Claude Code ends on one: a synthetic assistant text, then `success` with `is_error`.
+
+        Args:
+            message: The text (`API Error: 500 ...`); it becomes the result text the audit quotes.
+            status: The HTTP status, or None when no response came (connection error, timeout).
+        """
+        if self._message_id is None:
+            self.begin_turn()
+        self._assistant({"type": "text", "text": message}, {"error": "api_error"}, model=SYNTHETIC_MODEL)
+        self._emit(
+            {
+                "type": "result",
+                "subtype": "success",
+                "is_error": True,
+                "api_error_status": status,
+                "duration_ms": self._duration_ms(),
+                "duration_api_ms": 0,
+                "num_turns": self.turns,
+                "result": message,
+                "stop_reason": "stop_sequence",
+                "session_id": self.session_id,
+                **self._money(),
+                "usage": _zero_usage_total(self.usage),
+                "modelUsage": {},
+                "permission_denials": self.permission_denials,
+                "terminal_reason": "completed",
+                "fast_mode_state": "off",
+                "uuid": str(uuid.uuid4()),
+            }
+        )
+
 
 def _display_name(full_name: str) -> str:
     # Claude shows an MCP tool by its own name with the first letter capitalised ("Observe").
     short = full_name.rsplit("__", 1)[-1]
     return short[:1].upper() + short[1:]
+
+
+def write_summary(stream_json: str, output_format: str, stdout: TextIO) -> None:
+    """Print what Claude's `text` and `json` output formats print: only the outcome, the last (result) event."""
+    result = json.loads(stream_json.strip().splitlines()[-1])
+    if output_format == "json":
+        stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
+    elif result.get("subtype") == "success":
+        stdout.write(f"{result.get('result', '')}\n")
+    else:
+        stdout.write(f"Error: {'; '.join(result.get('errors', [])) or result.get('subtype')}\n")

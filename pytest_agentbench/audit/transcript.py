@@ -1,4 +1,10 @@
-"""Claude Code stream-json lines -> a typed Transcript (shared by the harness, replay and tests)."""
+"""Claude Code stream-json lines -> a typed Transcript (shared by the harness, replay and tests).
+
+Read as a stream and kept small: a tool result is kept as a bounded excerpt with its full length
+and the line it arrived on, and the substrings the audit asks about (`watch`: failure patterns)
+are looked for in the full text while it streams past, so a 200 MB transcript never sits in
+memory and the full text is read back from the file only when someone asks for it.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +19,13 @@ from pytest_agentbench.errors import TranscriptError
 # Assistant messages that Claude Code makes up itself (API errors) carry this model name;
 # it is not the model that ran, so it never becomes the observed model.
 SYNTHETIC_MODEL = "<synthetic>"
+
+#: The `subtype` of the `system` events in which this project's agents report what they did beyond
+#: Claude Code's events (agentbench-agent: recoveries, retries, no-change, self-undo, the ending).
+AGENT_REPORT_SUBTYPE = "agentbench_report"
+
+#: How much of a tool result a Transcript keeps; the rest stays in the file (`read_result_text`).
+RESULT_EXCERPT_CHARS = 4000
 
 # The token counters of `result.usage`; the other keys there are nested or not counts.
 USAGE_COUNTERS = (
@@ -45,13 +58,50 @@ class InitEvent:
 
 @dataclass(frozen=True)
 class ToolCall:
-    """One tool_use block and the tool_result that answered it (`result_text` None if none came)."""
+    """One tool_use block and the tool_result that answered it.
+
+    Attributes:
+        result_text: The result's text, or its first `RESULT_EXCERPT_CHARS` characters when it is
+            longer; None when no tool_result came.
+        result_chars: The full result's length (set from `result_text` when not given).
+        result_line: The 1-based transcript line that carried the result, if parsed from a file.
+        watched_hits: Which of the parse's `watch` substrings occur in the full result.
+        watched: The substrings the parse looked for (so `contains` can tell "no" from "not asked").
+    """
 
     id: str
     name: str
     input: dict
     result_text: str | None
     is_error: bool
+    result_chars: int = -1
+    result_line: int | None = None
+    watched_hits: frozenset[str] = frozenset()
+    watched: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        if self.result_chars < 0:
+            object.__setattr__(self, "result_chars", len(self.result_text) if self.result_text is not None else 0)
+
+    @property
+    def result_truncated(self) -> bool:
+        """True when `result_text` holds only the start of a longer result."""
+        return self.result_text is not None and self.result_chars > len(self.result_text)
+
+    def contains(self, text: str) -> bool:
+        """Whether the full result contains `text` (a substring, case-sensitive).
+
+        Raises:
+            ValueError: The result was cut and `text` was not watched while parsing, so the
+                answer would be a guess; parse with `watch=` including it.
+        """
+        if self.result_text is None:
+            return False
+        if not self.result_truncated:
+            return text in self.result_text
+        if text in self.watched:
+            return text in self.watched_hits
+        raise ValueError(f"the result of {self.id} was cut to {len(self.result_text)} characters and {text!r} was not watched while parsing")
 
 
 @dataclass(frozen=True)
@@ -77,6 +127,16 @@ class ResultEvent:
     api_error_status: int | None
     permission_denials: tuple[PermissionDenial, ...]
     errors: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class AgentReport:
+    """One `system/agentbench_report` event: what an agent of this project reported (`kind`, sentence, turn, the rest)."""
+
+    kind: str
+    message: str
+    turn: int | None
+    data: dict
 
 
 @dataclass(frozen=True)
@@ -116,6 +176,7 @@ class Transcript:
     unparseable: tuple[UnparseableLine, ...]
     line_count: int
     observed_model: str | None
+    reports: tuple[AgentReport, ...] = ()
     #: Every event line in stream order, for the time split.
     timeline: tuple[LineEvent, ...] = ()
 
@@ -168,10 +229,13 @@ def tool_result_text(content: Any) -> str:
 class _Builder:
     """Mutable state while the stream is read; frozen into a Transcript at the end."""
 
+    watch: frozenset[str] = frozenset()
+    line_number: int = 0
     init: InitEvent | None = None
     calls: dict[str, dict[str, Any]] = field(default_factory=dict)
     result: ResultEvent | None = None
     unparseable: list[UnparseableLine] = field(default_factory=list)
+    reports: list[AgentReport] = field(default_factory=list)
     assistant_model: str | None = None
     # Claude Code splits one API message into one event per content block, all with the
     # same message id; the final answer is the text of the last message if it made no call.
@@ -180,7 +244,7 @@ class _Builder:
     last_message_has_tool_use: bool = False
     timeline: list[LineEvent] = field(default_factory=list)
 
-    def add_event(self, event: dict[str, Any], line: int = 0) -> None:
+    def add_event(self, event: dict[str, Any]) -> None:
         kind = event["type"]
         opened: tuple[str, ...] = ()
         answered: tuple[str, ...] = ()
@@ -188,13 +252,15 @@ class _Builder:
             kind = "init"
             if self.init is None:
                 self.init = _init_event(event)
+        elif kind == "system" and event.get("subtype") == AGENT_REPORT_SUBTYPE:
+            self.reports.append(_agent_report(event))
         elif kind == "assistant":
             opened = self._add_assistant(event)
         elif kind == "user":
             answered = self._add_user(event)
         elif kind == "result":
             self.result = _result_event(event)
-        self.timeline.append(LineEvent(line, kind, opened, answered))
+        self.timeline.append(LineEvent(self.line_number, kind, opened, answered))
 
     def _add_assistant(self, event: dict[str, Any]) -> tuple[str, ...]:
         message = event.get("message")
@@ -222,6 +288,9 @@ class _Builder:
                     "input": tool_input if isinstance(tool_input, dict) else {},
                     "result_text": None,
                     "is_error": False,
+                    "result_chars": 0,
+                    "result_line": None,
+                    "watched_hits": frozenset(),
                 }
                 opened.append(call_id)
         return tuple(opened)
@@ -238,7 +307,11 @@ class _Builder:
             call = self.calls.get(call_id)
             if call is None:
                 continue
-            call["result_text"] = tool_result_text(block.get("content"))
+            text = tool_result_text(block.get("content"))
+            call["result_text"] = text[:RESULT_EXCERPT_CHARS]
+            call["result_chars"] = len(text)
+            call["result_line"] = self.line_number
+            call["watched_hits"] = frozenset(pattern for pattern in self.watch if pattern and pattern in text)
             call["is_error"] = block.get("is_error") is True
             answered.append(call_id)
         return tuple(answered)
@@ -251,7 +324,9 @@ class _Builder:
         return Transcript(
             init=self.init,
             tool_calls=tuple(
-                ToolCall(id=call_id, name=c["name"], input=c["input"], result_text=c["result_text"], is_error=c["is_error"])
+                ToolCall(id=call_id, name=c["name"], input=c["input"], result_text=c["result_text"], is_error=c["is_error"],
+                         result_chars=c["result_chars"], result_line=c["result_line"], watched_hits=c["watched_hits"],
+                         watched=self.watch)
                 for call_id, c in self.calls.items()
             ),
             final_text=final_text,
@@ -259,6 +334,7 @@ class _Builder:
             unparseable=tuple(self.unparseable),
             line_count=line_count,
             observed_model=observed_model,
+            reports=tuple(self.reports),
             timeline=tuple(self.timeline),
         )
 
@@ -292,6 +368,18 @@ def _init_event(event: dict[str, Any]) -> InitEvent:
     )
 
 
+_REPORT_ENVELOPE = frozenset({"type", "subtype", "kind", "message", "turn", "session_id", "uuid"})
+
+
+def _agent_report(event: dict[str, Any]) -> AgentReport:
+    return AgentReport(
+        kind=str(event.get("kind", "")),
+        message=str(event.get("message", "")),
+        turn=_optional_int(event.get("turn")),
+        data={key: value for key, value in event.items() if key not in _REPORT_ENVELOPE},
+    )
+
+
 def _result_event(event: dict[str, Any]) -> ResultEvent:
     usage_in = event.get("usage") if isinstance(event.get("usage"), dict) else {}
     usage = {key: usage_in[key] for key in USAGE_COUNTERS if _optional_int(usage_in.get(key)) is not None}
@@ -321,24 +409,21 @@ def _result_event(event: dict[str, Any]) -> ResultEvent:
     )
 
 
-def _decode(raw: str | bytes) -> str:
-    return raw.decode("utf-8") if isinstance(raw, bytes) else raw
-
-
-def _parse_event(text: str) -> tuple[dict[str, Any] | None, str]:
-    """One line's event, or None and the reason it is not one."""
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return None, f"invalid JSON: {exc.msg} at column {exc.colno}"
+def _event_problem(value: Any) -> str:
+    """Why a parsed JSON value is not a stream-json event ("" when it is one)."""
     if not isinstance(value, dict):
-        return None, f"a JSON {type(value).__name__}, not an event object"
+        return f"a JSON {type(value).__name__}, not an event object"
     if not isinstance(value.get("type"), str):
-        return None, "an object without a string 'type'"
-    return value, ""
+        return "an object without a string 'type'"
+    return ""
 
 
-def parse_lines(lines: Iterable[str | bytes]) -> Transcript:
+def _shown(raw: str | bytes) -> str:
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+    return text.strip()
+
+
+def parse_lines(lines: Iterable[str | bytes], *, watch: Iterable[str] = ()) -> Transcript:
     """Read Claude Code stream-json (2.1.197 shapes) in one pass.
 
     Lines that are not events (invalid JSON, a JSON value that is not an object, an object
@@ -347,11 +432,13 @@ def parse_lines(lines: Iterable[str | bytes]) -> Transcript:
 
     Args:
         lines: The transcript's lines, with or without their line endings (a file object works).
+        watch: Substrings to look for in every tool result while it streams past (the suite's
+            failure patterns), so the audit can ask about them after the text is dropped.
 
     Returns:
         The typed transcript.
     """
-    builder = _Builder()
+    builder = _Builder(watch=frozenset(watch))
     line_number = 0
     saw_newline = False
     # One failed line is held back: only once the stream ends do we know it was the last
@@ -362,21 +449,26 @@ def parse_lines(lines: Iterable[str | bytes]) -> Transcript:
         if pending_failure is not None:
             builder.unparseable.append(UnparseableLine(*pending_failure[:3]))
             pending_failure = None
+        has_newline = raw.endswith(b"\n" if isinstance(raw, bytes) else "\n")
+        saw_newline = saw_newline or has_newline
+        # json.loads takes the bytes and the surrounding whitespace as they are: no decoded or
+        # stripped copy of a multi-megabyte line is made on the common path.
         try:
-            line = _decode(raw)
+            value = json.loads(raw)
         except UnicodeDecodeError as exc:
             builder.unparseable.append(UnparseableLine(line_number, repr(raw[:200]), f"not UTF-8: {exc.reason}"))
             continue
-        has_newline = line.endswith("\n")
-        saw_newline = saw_newline or has_newline
-        text = line.strip()
-        if not text:
+        except json.JSONDecodeError as exc:
+            text = _shown(raw)
+            if text:
+                pending_failure = (line_number, text, f"invalid JSON: {exc.msg} at column {exc.colno}", has_newline)
             continue
-        event, reason = _parse_event(text)
-        if event is None:
-            pending_failure = (line_number, text, reason, has_newline)
+        problem = _event_problem(value)
+        if problem:
+            pending_failure = (line_number, _shown(raw), problem, has_newline)
             continue
-        builder.add_event(event, line_number)
+        builder.line_number = line_number
+        builder.add_event(value)
     if pending_failure is not None:
         number, text, reason, has_newline = pending_failure
         if saw_newline and not has_newline and reason.startswith("invalid JSON"):
@@ -385,11 +477,12 @@ def parse_lines(lines: Iterable[str | bytes]) -> Transcript:
     return builder.build(line_count=line_number)
 
 
-def parse_file(path: str | Path) -> Transcript:
+def parse_file(path: str | Path, *, watch: Iterable[str] = ()) -> Transcript:
     """Parse a transcript file (for example a run's `claude.jsonl`) as a stream.
 
     Args:
         path: The file to read.
+        watch: Substrings to look for in every full tool result (see `parse_lines`).
 
     Returns:
         The typed transcript.
@@ -402,4 +495,27 @@ def parse_file(path: str | Path) -> Transcript:
     except OSError as exc:
         raise TranscriptError(f"cannot read transcript {path}: {exc.strerror}; was the agent started?") from exc
     with handle:
-        return parse_lines(handle)
+        return parse_lines(handle, watch=watch)
+
+
+def read_result_text(path: str | Path, call: ToolCall) -> str | None:
+    """The full text of a call's result, read back from the transcript file (for a cut excerpt).
+
+    Args:
+        path: The transcript the call was parsed from.
+        call: A call parsed from it (its `result_line` says where to look).
+
+    Returns:
+        The full result text, or None when the call has no result or the line is not there.
+    """
+    if call.result_line is None:
+        return call.result_text
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if number == call.result_line:
+                event = json.loads(raw)
+                for block in _blocks((event.get("message") or {}).get("content")):
+                    if block.get("type") == "tool_result" and str(block.get("tool_use_id")) == call.id:
+                        return tool_result_text(block.get("content"))
+                return None
+    return None

@@ -15,8 +15,8 @@ only place a verdict is decided, for live runs and re-rendered ones alike.
   answer check or a screen check failed (a screen that could not be read fails its checks).
 * `passed`: everything else.
 
-Stumbles (tool errors, failure patterns in tool results, permission denials) are reported and
-counted in the metrics, never scored.
+Stumbles (tool errors, failure patterns in tool results, permission denials, and the repairs an
+agent of this project reports: `recovery`) are reported and counted in the metrics, never scored.
 """
 
 from __future__ import annotations
@@ -39,7 +39,11 @@ if TYPE_CHECKING:
 
 VerdictStatus = Literal["passed", "failed", "incomplete"]
 CheckKind = Literal["answer", "screen", "device-use"]
-StumbleKind = Literal["tool-error", "failure-pattern", "permission-denial"]
+StumbleKind = Literal["tool-error", "failure-pattern", "permission-denial", "recovery"]
+# Reports (transcript.AgentReport kinds) of agentbench-agent that become stumbles: the agent
+# repaired its model's output or asked again ("recovery"), or refused a model's call ("tool-error").
+_RECOVERY_REPORTS = frozenset({"recovery", "retry"})
+_TOOL_ERROR_REPORTS = frozenset({"action-error"})
 
 # Results and replies are quoted in reasons; long ones are cut so a report stays readable.
 _DETAIL_CHARS = 300
@@ -206,12 +210,18 @@ def screen_checks(suite: Suite, screen: ScreenSnapshot | None) -> list[Check]:
     return [Check("screen", item, screen_includes(texts, item), seen) for item in expected]
 
 
+def watched_patterns(suite: Suite) -> tuple[str, ...]:
+    """The substrings the transcript parser must watch for in full tool results, for `stumbles_of`."""
+    return tuple(pattern for pattern in (*suite.failure_patterns, *suite.ignored_failure_patterns) if pattern)
+
+
 def stumbles_of(suite: Suite, transcript: Transcript) -> list[Stumble]:
     """Collect tool errors, failure-pattern matches and permission denials, in stream order.
 
     A result that is already an error is one stumble, not also a failure-pattern match. A
     failure pattern counts unless an `ignoredFailurePatterns` entry occurs in the same result.
-    Patterns are case-sensitive substrings.
+    Patterns are case-sensitive substrings of the whole result (the transcript parser watched
+    for them while the result streamed past; see `watched_patterns`).
     """
     found: list[Stumble] = []
     for call in transcript.tool_calls:
@@ -220,11 +230,17 @@ def stumbles_of(suite: Suite, transcript: Transcript) -> list[Stumble]:
         if call.is_error:
             found.append(Stumble("tool-error", tool, _cut(text) or "(empty error result)"))
             continue
-        if not text or any(ignored in text for ignored in suite.ignored_failure_patterns):
+        if not text or any(ignored and call.contains(ignored) for ignored in suite.ignored_failure_patterns):
             continue
         for pattern in suite.failure_patterns:
-            if pattern and pattern in text:
+            if pattern and call.contains(pattern):
                 found.append(Stumble("failure-pattern", tool, f"{pattern!r} in result: {_cut(text)}"))
+    for report in transcript.reports:
+        tool = str(report.data.get("tool") or report.kind)
+        if report.kind in _RECOVERY_REPORTS:
+            found.append(Stumble("recovery", tool, _cut(f"{report.kind}: {report.message}")))
+        elif report.kind in _TOOL_ERROR_REPORTS:
+            found.append(Stumble("tool-error", tool, _cut(report.message) or "(empty error)"))
     if transcript.result is not None:
         for denial in transcript.result.permission_denials:
             detail = json.dumps(denial.tool_input, sort_keys=True, ensure_ascii=False)
@@ -254,6 +270,7 @@ def metrics_of(
         "costUsd": float(result.total_cost_usd or 0.0) if result is not None else 0.0,
         "wallClockSeconds": round(process.wall_clock_seconds, 3),
         "stumbles": len(stumbles),
+        "recoveries": sum(1 for stumble in stumbles if stumble.kind == "recovery"),
         "toolCounts": dict(Counter(short_tool_name(call.name) for call in calls)),
     }
 

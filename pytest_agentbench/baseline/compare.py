@@ -21,6 +21,7 @@ SCALAR_METRICS: tuple[str, ...] = (
     "costUsd",
     "wallClockSeconds",
     "stumbles",
+    "recoveries",
 )
 
 FlagKind = Literal["app-build", "suite-digest", "device", "cli-version", "server-build", "model"]
@@ -41,14 +42,17 @@ class MetricRow:
 
     def format_delta(self) -> str:
         """Signed delta with percent, e.g. `+2 (+40.0%)`, `0`, `-0.013 (-10.0%)`, `n/a`."""
-        if self.delta is None:
-            return "n/a"
-        text = format_number(self.delta, signed=True)
-        if self.delta == 0:
-            return "0"
-        if self.delta_percent is None:
-            return text
-        return f"{text} ({self.delta_percent:+.1f}%)"
+        return format_delta(self.delta, self.delta_percent)
+
+
+def format_delta(delta: float | int | None, delta_percent: float | None) -> str:
+    """Signed delta with percent, e.g. `+2 (+40.0%)`, `0`, `-0.013 (-10.0%)`, `n/a` when either side is missing."""
+    if delta is None:
+        return "n/a"
+    if delta == 0:
+        return "0"
+    text = format_number(delta, signed=True)
+    return text if delta_percent is None else f"{text} ({delta_percent:+.1f}%)"
 
 
 def format_number(value: float | int | None, *, signed: bool = False) -> str:

@@ -176,7 +176,11 @@ def benchmark_lock_path(serial: str, *, scope: object, root: Path | str | None =
 
 
 def pid_is_alive(pid: int) -> bool:
-    """Tell whether a process with this pid exists (signal 0; a foreign user's process counts)."""
+    """Tell whether a process with this pid exists (signal 0; a foreign user's process counts).
+
+    A zombie is dead: it holds nothing, and where nobody reaps orphans (a container whose init
+    does not) a daemon that exited would otherwise keep its claim forever.
+    """
     if pid <= 0:
         return False
     try:
@@ -185,7 +189,11 @@ def pid_is_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state != "Z"
 
 
 @dataclass(frozen=True)
@@ -528,6 +536,14 @@ class Reclaim:
         return self.claim is not None
 
 
+def read_claim_holder(serial: str, *, scope: object, root: Path | str | None = None) -> Holder | None:
+    """Who holds the device's allocation claim now; None when nobody does or the file names nobody."""
+    try:
+        return _read_holder(claim_path(serial, scope=scope, root=root), "allocation claim")
+    except _Unreadable:
+        return None
+
+
 def reclaim_after_agent(
     serial: str,
     *,
@@ -585,6 +601,7 @@ __all__ = [
     "encode_serial",
     "ownership_files",
     "pid_is_alive",
+    "read_claim_holder",
     "reclaim_after_agent",
     "resolve_scope",
     "scope_for_endpoint",

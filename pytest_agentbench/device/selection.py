@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-import re
+import json
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 from pytest_agentbench.device.hostprotocol import DeviceInfo
 from pytest_agentbench.errors import DeviceUnavailable
@@ -83,33 +86,88 @@ def _remedy(state: str) -> str:
     return ""
 
 
+#: A paired device devicectl can reach counts as present: the CLI's State column shows it as
+#: `connected` or `available (paired)`; `unavailable` (offline, or an iOS 16 stub) does not.
+_ABSENT_TUNNEL_STATES = frozenset({"unavailable"})
+
+
+def ios_devices_present(devicectl: Any) -> list[str]:
+    """Names of the iOS devices a `devicectl list devices --json-output` document lists as reachable (pure).
+
+    Args:
+        devicectl: The parsed JSON (`{"result": {"devices": [...]}}`).
+
+    Returns:
+        One `name (udid)` per iOS or iPadOS device whose tunnel is connected, or that is paired
+        and not unavailable.
+
+    Raises:
+        ValueError: The document does not have devicectl's shape.
+    """
+    devices = devicectl.get("result", {}).get("devices") if isinstance(devicectl, dict) else None
+    if not isinstance(devices, list):
+        raise ValueError("expected devicectl's {\"result\": {\"devices\": [...]}} JSON")
+    present = []
+    for device in devices:
+        hardware = device.get("hardwareProperties") or {}
+        connection = device.get("connectionProperties") or {}
+        if hardware.get("platform") not in ("iOS", "iPadOS"):
+            continue
+        tunnel = connection.get("tunnelState")
+        if tunnel in _ABSENT_TUNNEL_STATES:
+            continue
+        if tunnel == "connected" or connection.get("pairingState") == "paired":
+            name = (device.get("deviceProperties") or {}).get("name") or "iOS device"
+            present.append(f"{name} ({hardware.get('udid') or device.get('identifier') or '?'})")
+    return present
+
+
+def booted_simulators(simctl: Any) -> list[str]:
+    """Names of the booted simulators in `simctl list devices booted --json` output (pure).
+
+    Raises:
+        ValueError: The document does not have simctl's shape.
+    """
+    runtimes = simctl.get("devices") if isinstance(simctl, dict) else None
+    if not isinstance(runtimes, dict):
+        raise ValueError("expected simctl's {\"devices\": {runtime: [...]}} JSON")
+    return [f"{device.get('name', '?')} ({device.get('udid', '?')})" for devices in runtimes.values()
+            for device in devices or () if device.get("state") == "Booted"]
+
+
 def check_no_ios_devices(run: Callable[..., subprocess.CompletedProcess] = subprocess.run, platform: str = sys.platform) -> None:
     """On macOS, refuse when an iOS simulator is booted or an iOS device is connected.
 
-    AutoMobile-style servers discover iOS too, which would make device selection ambiguous. If
-    either check itself fails, the run stops rather than assume there is none. Elsewhere: no-op.
+    AutoMobile-style servers discover iOS too, which would make device selection ambiguous. Both
+    listings are read as JSON rather than by matching words in a table. If either check itself
+    fails, the run stops rather than assume there is none. Elsewhere: no-op.
 
     Raises:
         DeviceUnavailable: An iOS target is present, or the check could not be made.
     """
     if platform != "darwin":
         return
-    checks = (
-        (["xcrun", "simctl", "list", "devices", "booted"], lambda out: "(Booted)" in out, "an iOS simulator is booted"),
-        (["xcrun", "devicectl", "list", "devices"], _devicectl_lists_connected, "an iOS device is connected"),
-    )
-    for argv, present, what in checks:
-        try:
-            done = run(argv, capture_output=True, text=True, timeout=30)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise DeviceUnavailable(f"could not check for iOS devices with `{' '.join(argv)}`: {exc}; the run stops") from None
-        if done.returncode != 0:
-            raise DeviceUnavailable(
-                f"`{' '.join(argv)}` failed ({done.returncode}): {(done.stderr or done.stdout).strip()[:300]}; the run stops"
-            )
-        if present(done.stdout):
-            raise DeviceUnavailable(f"{what}: shut it down or disconnect it, so the agent's device choice is unambiguous")
-
-
-def _devicectl_lists_connected(output: str) -> bool:
-    return any(re.search(r"\bconnected\b", line) and "unavailable" not in line for line in output.splitlines()[2:])
+    with tempfile.TemporaryDirectory(prefix="agentbench-ios-") as scratch:
+        devicectl_json = Path(scratch) / "devicectl.json"
+        checks = (
+            (["xcrun", "simctl", "list", "devices", "booted", "--json"], None, booted_simulators, "an iOS simulator is booted"),
+            (["xcrun", "devicectl", "list", "devices", "--json-output", str(devicectl_json)], devicectl_json,
+             ios_devices_present, "an iOS device is connected"),
+        )
+        for argv, output_file, present, what in checks:
+            command = " ".join(argv)
+            try:
+                done = run(argv, capture_output=True, text=True, timeout=30)
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                raise DeviceUnavailable(f"could not check for iOS devices with `{command}`: {exc}; the run stops") from None
+            if done.returncode != 0:
+                raise DeviceUnavailable(f"`{command}` failed ({done.returncode}): {(done.stderr or done.stdout).strip()[:300]}; the run stops")
+            try:
+                text = output_file.read_text(encoding="utf-8") if output_file is not None else done.stdout
+                found = present(json.loads(text))
+            except (OSError, ValueError) as exc:
+                raise DeviceUnavailable(f"`{command}` printed no listing this harness can read ({exc}); the run stops") from None
+            if found:
+                raise DeviceUnavailable(
+                    f"{what} ({', '.join(found)}): shut it down or disconnect it, so the agent's device choice is unambiguous"
+                )

@@ -57,6 +57,8 @@ class Observation:
     elements: tuple[Element, ...]
     signature: tuple[tuple[object, ...], ...]
     raw_chars: int
+    #: The uiautomator XML as dumped (without the device's trailing status text).
+    xml: str = ""
 
     @property
     def text(self) -> str:
@@ -89,6 +91,12 @@ def _app_signature(screen: Screen) -> tuple[tuple[object, ...], ...]:
     """The signature without the status bar: its clock ticking is not the agent's action changing the screen."""
     app_nodes = [node for node in screen.nodes if node.package != "com.android.systemui"]
     return screen_signature(app_nodes or screen.nodes)
+
+
+def _xml_only(text: str) -> str:
+    # `uiautomator dump /dev/tty` prints "UI hierchary dumped to: /dev/tty" after the document.
+    end = text.rfind("</hierarchy>")
+    return text[: end + len("</hierarchy>")].strip() if end >= 0 else text.strip()
 
 
 def encode_input_text(text: str) -> str:
@@ -133,6 +141,7 @@ class PhoneDriver:
             elements=indexed_elements(screen),
             signature=_app_signature(screen),
             raw_chars=len(xml.strip()),
+            xml=_xml_only(xml),
         )
         self.last = observation
         return observation

@@ -228,26 +228,57 @@ def build_server(config: ServerConfig | None = None, *, adb: Adb | None = None) 
         """List the Android devices this server can drive, one line each: serial and state."""
         return await anyio.to_thread.run_sync(hub.inventory)
 
-    async def observe(device: DeviceArg = "") -> str:
+    async def observe(
+        device: DeviceArg = "",
+        raw: Annotated[bool, Field(description="Return the raw uiautomator XML (after a foreground: line) instead of the list")] = False,
+    ) -> str:
         """Show the foreground app/activity and the numbered on-screen elements (index, class, text, #id, state, @tap point)."""
-        return await on_phone(device, lambda driver: driver.observe().text)
+
+        def look(driver: PhoneDriver) -> str:
+            observation = driver.observe()
+            # The raw tree is for agents that build their own element list (agentbench-agent's ui_tree).
+            return f"foreground: {observation.foreground}\n{observation.xml}" if raw else observation.text
+
+        return await on_phone(device, look)
 
     async def tapOn(
         index: Annotated[int | None, Field(description="Element index from the latest observe")] = None,
         text: Annotated[str | None, Field(description="Exact visible text or content-desc (case-insensitive as fallback)")] = None,
         id: Annotated[str | None, Field(description="Resource id, short (add_item) or full (pkg:id/add_item)")] = None,
         device: DeviceArg = "",
+        x: Annotated[int | None, Field(description="Point to tap, with y, instead of an element (pixels)")] = None,
+        y: Annotated[int | None, Field(description="Point to tap, with x, instead of an element (pixels)")] = None,
     ) -> str:
-        """Tap one element, named by exactly one of index, text or id; answers with the new screen."""
+        """Tap one element, named by exactly one of index, text or id, or a point (x, y); answers with the new screen."""
+        if x is not None or y is not None:
+            return await tap_point(x, y, device, others=(index, text, id))
         target = _one_target("tapOn", index=index, text=text, id=id)
         if target is None:
-            raise ToolError("tapOn needs one of index, text or id; call observe to see the elements")
+            raise ToolError("tapOn needs one of index, text or id (or a point x, y); call observe to see the elements")
 
         def act(driver: PhoneDriver) -> str:
             node, before = _target(driver, *target)
             x, y = node.center
             driver.tap(x, y)
             return _report(driver, before, f"tapped {_describe(node)} at {x},{y}")
+
+        return await on_phone(device, act)
+
+    async def tap_point(x: int | None, y: int | None, device: str, *, others: tuple[object, ...]) -> str:
+        if x is None or y is None:
+            raise ToolError("tapOn at a point needs both x and y")
+        if any(value is not None for value in others):
+            raise ToolError("tapOn takes either a point (x, y) or one of index, text, id, not both")
+        if x < 0 or y < 0:
+            raise ToolError(f"point {x},{y} is off the screen; x and y are pixels from the top left corner")
+
+        def act(driver: PhoneDriver) -> str:
+            before = driver.current()
+            width, height = before.size
+            if x >= width or y >= height:
+                raise ToolError(f"point {x},{y} is off the screen, which is {width}x{height}")
+            driver.tap(x, y)
+            return _report(driver, before, f"tapped {x},{y}")
 
         return await on_phone(device, act)
 

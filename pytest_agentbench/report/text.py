@@ -7,7 +7,7 @@ from typing import Any
 
 from tabulate import tabulate
 
-from pytest_agentbench.baseline.compare import format_number
+from pytest_agentbench.baseline.compare import format_delta, format_number
 from pytest_agentbench.report.document import verdict_status
 
 _SEEN_CHARS = 240
@@ -57,14 +57,8 @@ def _metrics_section(result: Mapping[str, Any]) -> list[str]:
     table = []
     for row in rows:
         delta = row.get("delta")
-        if delta is None:
-            shown = "n/a" if result.get("baseline") else ""
-        elif delta == 0:
-            shown = "0"
-        else:
-            shown = format_number(delta, signed=True)
-            if row.get("deltaPercent") is not None:
-                shown += f" ({row['deltaPercent']:+.1f}%)"
+        # Without a baseline there is no delta to speak of, not a missing one.
+        shown = format_delta(delta, row.get("deltaPercent")) if delta is not None or result.get("baseline") else ""
         table.append([row["metric"], format_number(row.get("actual")), format_number(row.get("baseline")), shown])
     rendered = tabulate(table, headers=["metric", "actual", "baseline", "delta"], tablefmt="simple", disable_numparse=True)
     return ["Metrics:"] + ["  " + line for line in rendered.splitlines()]

@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 import re
 import secrets
+import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from pytest_agentbench.errors import ConfigError
 from pytest_agentbench.redact import mask_secrets
 from pytest_agentbench.run.invocation import Invocation
 
@@ -23,6 +26,55 @@ def new_run_dir(output: Path, suite_name: str) -> Path:
     run_dir = output / _safe_name(suite_name) / f"{stamp}-{secrets.token_hex(4)}"
     run_dir.mkdir(parents=True, exist_ok=False)
     return run_dir
+
+
+#: Files Claude Code loads as instructions from its working directory and every parent.
+INSTRUCTION_FILES = ("CLAUDE.md", "CLAUDE.local.md")
+#: Where the agent's empty working directory may go when TMPDIR is not a safe place.
+FALLBACK_TEMP_DIRS = ("/tmp", "/var/tmp")
+
+
+def _instructions_on_path(directory: Path) -> Path | None:
+    for parent in (directory, *directory.parents):
+        for name in INSTRUCTION_FILES:
+            if (parent / name).is_file():
+                return parent / name
+    return None
+
+
+def agent_workdir_parent(rootdir: Path, candidates: Sequence[str] | None = None) -> Path:
+    """Where the agent's empty working directories go: outside the project, with no CLAUDE.md above them.
+
+    Claude Code loads CLAUDE.md from its working directory and every parent, so a workdir inside
+    the checkout (a TMPDIR that points into it) would hand the agent the repository's
+    instructions. The system temp directory is used when it is safe, else a fallback.
+
+    Args:
+        rootdir: The pytest rootdir (the project).
+        candidates: Directories to try in order (default: the system temp dir, /tmp, /var/tmp).
+
+    Returns:
+        The first safe, existing candidate.
+
+    Raises:
+        ConfigError: No candidate is safe; the message says what each one holds.
+    """
+    tried = []
+    root = Path(rootdir).resolve()
+    for candidate in candidates if candidates is not None else (tempfile.gettempdir(), *FALLBACK_TEMP_DIRS):
+        directory = Path(candidate).resolve()
+        if not directory.is_dir():
+            tried.append(f"{candidate} does not exist")
+        elif directory == root or directory.is_relative_to(root):
+            tried.append(f"{candidate} is inside the project {root}")
+        elif (found := _instructions_on_path(directory)) is not None:
+            tried.append(f"{candidate} lies under {found}")
+        else:
+            return directory
+    raise ConfigError(
+        "no safe place for the agent's working directory (Claude Code would load instructions from it): "
+        + "; ".join(tried) + ". Point TMPDIR at a directory outside the project with no CLAUDE.md above it"
+    )
 
 
 @dataclass(frozen=True)
@@ -59,6 +111,10 @@ class RunArtifacts:
     @property
     def screen(self) -> Path:
         return self.run_dir / "screen.xml"
+
+    @property
+    def postrun_log(self) -> Path:
+        return self.run_dir / "postrun.log"
 
     @property
     def result(self) -> Path:

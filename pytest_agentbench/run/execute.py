@@ -6,6 +6,7 @@ Nothing here judges the run: `audit.verdict.audit_run` does, from the Run record
 from __future__ import annotations
 
 import glob
+import secrets
 import shutil
 import tempfile
 import time
@@ -14,12 +15,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_agentbench.errors import AgentbenchError
-from pytest_agentbench.run.artifacts import PrivateDaemon, RunArtifacts, write_run_files
+from pytest_agentbench.errors import AgentbenchError, AgentProcessError
+from pytest_agentbench.run.artifacts import PrivateDaemon, RunArtifacts, agent_workdir_parent, write_run_files
 from pytest_agentbench.run.fingerprints import requested_model
 from pytest_agentbench.run.invocation import Invocation, InvocationOptions, build_invocation
-from pytest_agentbench.run.postrun import read_post_run_screen
-from pytest_agentbench.run.record import Run
+from pytest_agentbench.run.postrun import read_post_run_screen, stop_run_daemons
+from pytest_agentbench.run.record import ProcessOutcome, Run
 from pytest_agentbench.run.runner import StreamProgress, run_agent
 from pytest_agentbench.run.server_build import ServerBuild, adb_client_versions, server_build_fingerprint
 from pytest_agentbench.servers.probe import probe_device_aware_tools
@@ -31,8 +32,12 @@ if TYPE_CHECKING:
     from pytest_agentbench.suite import Suite
 
 
-def device_aware_tools(cache: dict, invocation: Invocation, environ: Mapping[str, str]) -> tuple[frozenset[str], str | None]:
+def device_aware_tools(cache: dict, invocation: Invocation) -> tuple[frozenset[str], str | None]:
     """The server's device-aware tools, from its own `tools/list`, fetched once per session.
+
+    The probe starts the server with exactly the environment the agent's server gets (the
+    agent's scrubbed environment under the MCP config's `env`), so an inherited variable that
+    changes the toolset (AUTOMOBILE_DISABLED_TOOLS) cannot make the two disagree.
 
     A server that cannot list its tools (its command is missing, it crashes at start) yields no
     device-aware tools and the reason, and the run goes on: the agent's init event then reports
@@ -43,7 +48,7 @@ def device_aware_tools(cache: dict, invocation: Invocation, environ: Mapping[str
     key = ("tools", name)
     if key not in cache:
         try:
-            cache[key] = probe_device_aware_tools(invocation.mcp_config, environ=environ)
+            cache[key] = probe_device_aware_tools(invocation.mcp_config, environ=invocation.env)
         except AgentbenchError as exc:
             return frozenset(), str(exc)
     return cache[key], None
@@ -104,34 +109,45 @@ def measure_run(
         The Run record, ready for `audit_run`.
 
     Raises:
-        PreflightError, DeviceUnavailable, AgentProcessError: The run could not start.
+        PreflightError, DeviceUnavailable: The device could not be put into the start state.
     """
     artifacts = RunArtifacts(run_dir)
     clock = time.monotonic()
     prepared = preflight(suite, run_dir=run_dir)
     harness = {"preflightSeconds": _since(clock)}
     clock = time.monotonic()
-    workdir = Path(tempfile.mkdtemp(prefix="agentbench-agent-"))
+    workdir = Path(tempfile.mkdtemp(prefix="agentbench-agent-", dir=agent_workdir_parent(project_root)))
     try:
+        run_token = secrets.token_hex(8)
         invocation = build_invocation(
             suite, options=options, profile=profile, run_dir=run_dir,
-            workdir=workdir, serial=device.serial, environ=environ, private_dirs=daemon.dirs,
+            workdir=workdir, serial=device.serial, environ=environ, private_dirs=daemon.dirs, run_token=run_token,
         )
         write_run_files(artifacts, invocation)
-        tools, probe_error = device_aware_tools(cache, invocation, environ)
+        tools, probe_error = device_aware_tools(cache, invocation)
         device.hand_over()
         harness["setupSeconds"] = _since(clock)
         started_at = now()
-        agent = run_agent(
-            invocation.argv, env=invocation.env, cwd=workdir, prompt=invocation.prompt,
-            stdout_path=artifacts.transcript, stderr_path=artifacts.stderr,
-            timeout_s=suite.claude.timeout_seconds, timing_path=artifacts.timing,
-            idle_timeout_s=suite.claude.idle_timeout_seconds, on_progress=progress,
-        )
+        try:
+            agent = run_agent(
+                invocation.argv, env=invocation.env, cwd=workdir, prompt=invocation.prompt,
+                stdout_path=artifacts.transcript, stderr_path=artifacts.stderr,
+                timeout_s=suite.claude.timeout_seconds, timing_path=artifacts.timing,
+                idle_timeout_s=suite.claude.idle_timeout_seconds, on_progress=progress,
+            )
+            process = agent.outcome
+        except AgentProcessError as never_started:
+            # A harness or setup problem (a wrong --claude), not an agent that failed: the run is
+            # incomplete, so repeat statistics never count it against the agent.
+            process = ProcessOutcome(exit_code=None, timed_out=False, signal=None, wall_clock_seconds=0.0,
+                                     stopped_because=f"the agent never started: {never_started}")
         finished_at = now()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     clock = time.monotonic()
+    ((_, server),) = invocation.mcp_config["mcpServers"].items()
+    stop_run_daemons(device, daemon=profile.daemon, run_token=run_token, server_env={**invocation.env, **server["env"]},
+                     private_dirs=daemon.dirs, log=artifacts.postrun_log)
     screen, device_lost = read_post_run_screen(device, suite, artifacts)
     build = server_build(cache, profile=profile, claude=options.claude, environ=environ,
                          adb_endpoint=str(device.adb.endpoint), project_root=project_root)
@@ -139,7 +155,7 @@ def measure_run(
     return Run(
         suite=suite,
         run_dir=run_dir,
-        process=agent.outcome,
+        process=process,
         screen=screen,
         device_aware_tools=tools,
         probe_error=probe_error,

@@ -12,7 +12,7 @@ from typing import NamedTuple, Protocol
 
 from pytest_agentbench.errors import ConfigError
 from pytest_agentbench.redact import mask_secrets
-from pytest_agentbench.servers import COORDINATION_DIR_NAMES, ServerProfile
+from pytest_agentbench.servers import COORDINATION_DIR_NAMES, RUN_TOKEN_ENV, ServerProfile
 from pytest_agentbench.suite import Suite, fill_placeholders
 
 # Claude Code tools that the agent must never fall back to: raw adb through a shell would bypass
@@ -189,6 +189,7 @@ def server_environment(
     server_instructions: bool,
     environ: Mapping[str, str],
     private_dirs: Mapping[str, Path] | None = None,
+    run_token: str | None = None,
 ) -> dict[str, str]:
     """Build the env block of the MCP server in the generated config.
 
@@ -199,6 +200,8 @@ def server_environment(
         server_instructions: Whether ``--server-instructions`` was given.
         environ: The harness's environment (claim root, adb endpoint and SDK are read from it).
         private_dirs: Variable -> directory, overriding ``profile.private_dirs(run_dir)``.
+        run_token: This run's token (``AGENTBENCH_RUN_TOKEN``), inherited by whatever the server
+            starts, so its leftover daemons can be found after the agent.
 
     Returns:
         Variable -> value; paths are absolute because the server runs from a temp directory.
@@ -207,6 +210,8 @@ def server_environment(
         ConfigError: ``server_instructions`` for a profile without an instructions switch.
     """
     env: dict[str, str] = dict(profile.fixed_env)
+    if run_token:
+        env[RUN_TOKEN_ENV] = run_token
     dirs = dict(private_dirs) if private_dirs is not None else profile.private_dirs(run_dir)
     env.update({name: str(Path(path).absolute()) for name, path in dirs.items()})
     if profile.pinnable and profile.pin_env:
@@ -246,6 +251,7 @@ def build_invocation(
     serial: str,
     environ: Mapping[str, str],
     private_dirs: Mapping[str, Path] | None = None,
+    run_token: str | None = None,
 ) -> Invocation:
     """Build the exact agent command, its environment and its MCP config for one run.
 
@@ -259,6 +265,7 @@ def build_invocation(
         serial: The prepared device's serial.
         environ: The environment the agent would inherit (``os.environ`` in a real run).
         private_dirs: Optional override of where the server's private state lives.
+        run_token: This run's token for the server's environment (see ``server_environment``).
 
     Returns:
         The Invocation; nothing is written or started.
@@ -291,7 +298,8 @@ def build_invocation(
     if suite.claude.max_budget_usd is not None:
         argv += ["--max-budget-usd", _format_usd(suite.claude.max_budget_usd)]
 
-    removed = sorted(name for name in environ if is_run_shaping_variable(name) or profile.scrubs(name))
+    # An inherited run token would make this run's daemons look like another run's, and back.
+    removed = sorted(name for name in environ if is_run_shaping_variable(name) or profile.scrubs(name) or name == RUN_TOKEN_ENV)
     env_set = {
         "CLAUDE_CODE_DISABLE_CLAUDE_MDS": "1",
         "CLAUDE_CODE_DISABLE_POLICY_SKILLS": "1",
@@ -305,7 +313,7 @@ def build_invocation(
 
     server_env = server_environment(
         profile, run_dir=run_dir, serial=serial, server_instructions=options.server_instructions,
-        environ=environ, private_dirs=private_dirs,
+        environ=environ, private_dirs=private_dirs, run_token=run_token,
     )
     command, *args = profile.command
     mcp_config = {"mcpServers": {profile.name: {"type": "stdio", "command": command, "args": args, "env": server_env}}}

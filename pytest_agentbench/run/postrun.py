@@ -1,17 +1,169 @@
-"""A finished agent -> the device taken back and the post-run screen read (suites with screen checks only)."""
+"""A finished agent -> the run's own leftover daemon stopped, the device taken back, and the post-run screen read.
+
+The runner stops the agent's process group, which ends an MCP server that stays in it. A daemon
+that detached (AutoMobile's by design, mobile-mcp's `mobilecli daemon` today) outlives the group
+and, holding a device claim, would block the take-back and so the screen oracle. It is the run's
+own when it carries the run token in its environment, or when the live claim it holds names a
+socket in the run's private socket directory; anyone else holding the claim is an interloper,
+whose claim is left alone and whose presence means the screen is not read.
+"""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pytest_agentbench.device.claims import read_claim_holder
 from pytest_agentbench.device.uiautomator import dump_screen, parse_hierarchy
 from pytest_agentbench.errors import DeviceError, DeviceLost, DeviceUnavailable
 from pytest_agentbench.run.record import ScreenSnapshot
+from pytest_agentbench.servers import RUN_TOKEN_ENV, DaemonSpec
 
 if TYPE_CHECKING:
     from pytest_agentbench.device.pool import ClaimedDevice
     from pytest_agentbench.run.artifacts import RunArtifacts
     from pytest_agentbench.suite import Suite
+
+#: Seconds a leftover daemon gets between SIGTERM and SIGKILL, and a stop command to finish.
+DAEMON_GRACE_S = 3.0
+STOP_COMMAND_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True)
+class LeftoverProcess:
+    """A process of this run still alive after the agent's group was stopped."""
+
+    pid: int
+    pgid: int
+    command: str
+    why: str
+
+
+def _proc_stat(pid: int) -> tuple[str, int] | None:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()
+    except (OSError, IndexError):
+        return None
+    return fields[0], int(fields[2])
+
+
+def _command(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return "?"
+
+
+def processes_with_token(token: str, proc: Path = Path("/proc")) -> list[LeftoverProcess]:
+    """Live processes whose environment holds `AGENTBENCH_RUN_TOKEN=<token>` (Linux; none where /proc is absent)."""
+    needle = f"{RUN_TOKEN_ENV}={token}".encode()
+    found = []
+    if not proc.is_dir():
+        return found
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if needle not in environ.split(b"\0"):
+            continue
+        stat = _proc_stat(int(entry.name))
+        if stat is not None and stat[0] != "Z":
+            found.append(LeftoverProcess(int(entry.name), stat[1], _command(int(entry.name)), "carries the run token"))
+    return found
+
+
+def _claim_holder_of_this_run(device: ClaimedDevice, socket_dir: Path | None) -> LeftoverProcess | None:
+    holder = read_claim_holder(device.serial, scope=device.scope)
+    if holder is None or not holder.alive or socket_dir is None or not holder.socket_path:
+        return None
+    if not Path(holder.socket_path).is_relative_to(socket_dir):
+        return None
+    stat = _proc_stat(holder.pid)
+    pgid = stat[1] if stat is not None else holder.pid
+    return LeftoverProcess(holder.pid, pgid, _command(holder.pid), f"holds the device claim with socket {holder.socket_path}")
+
+
+def _stop_groups(leftovers: Iterable[LeftoverProcess]) -> None:
+    own_group = os.getpgrp()
+    groups = {process.pgid for process in leftovers if process.pgid not in (own_group, 0, 1)}
+    singles = {process.pid for process in leftovers if process.pgid in (own_group, 0, 1)}
+    for pgid in groups:
+        _signal(lambda sig, pgid=pgid: os.killpg(pgid, sig), signal.SIGTERM)
+    for pid in singles:
+        _signal(lambda sig, pid=pid: os.kill(pid, sig), signal.SIGTERM)
+    deadline = time.monotonic() + DAEMON_GRACE_S
+    pids = {process.pid for process in leftovers}
+    while time.monotonic() < deadline and any(_alive(pid) for pid in pids):
+        time.sleep(0.05)
+    for pgid in groups:
+        _signal(lambda sig, pgid=pgid: os.killpg(pgid, sig), signal.SIGKILL)
+    for pid in singles:
+        _signal(lambda sig, pid=pid: os.kill(pid, sig), signal.SIGKILL)
+
+
+def _signal(send, sig: int) -> None:
+    try:
+        send(sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _alive(pid: int) -> bool:
+    stat = _proc_stat(pid)
+    return stat is not None and stat[0] != "Z"
+
+
+def stop_run_daemons(
+    device: ClaimedDevice,
+    *,
+    daemon: DaemonSpec,
+    run_token: str,
+    server_env: Mapping[str, str],
+    private_dirs: Mapping[str, Path],
+    log: Path,
+) -> list[LeftoverProcess]:
+    """Stop whatever this run's MCP server left running, before the claim is taken back.
+
+    Args:
+        device: The claimed device (its current claim holder is read).
+        daemon: The server profile's daemon description.
+        run_token: The run's token, set in the server's environment.
+        server_env: The server's full environment (for the profile's stop command).
+        private_dirs: The run's private directories (the socket directory among them).
+        log: `postrun.log` in the run directory; what was stopped is appended there.
+
+    Returns:
+        The leftover processes found (and stopped).
+    """
+    lines = []
+    if daemon.stop_command:
+        try:
+            done = subprocess.run(list(daemon.stop_command), env=dict(server_env), capture_output=True, text=True,
+                                  timeout=STOP_COMMAND_TIMEOUT_S, stdin=subprocess.DEVNULL, start_new_session=True)
+            lines.append(f"$ {' '.join(daemon.stop_command)} -> exit {done.returncode}")
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            lines.append(f"$ {' '.join(daemon.stop_command)} -> {exc}")
+    socket_dir = private_dirs.get(daemon.socket_dir_env) if daemon.socket_dir_env else None
+    leftovers = {process.pid: process for process in processes_with_token(run_token)}
+    holder = _claim_holder_of_this_run(device, Path(socket_dir).absolute() if socket_dir else None)
+    if holder is not None:
+        leftovers.setdefault(holder.pid, holder)
+    if leftovers:
+        _stop_groups(leftovers.values())
+        lines += [f"stopped the run's leftover pid {p.pid} (group {p.pgid}, {p.why}): {p.command}" for p in leftovers.values()]
+    if lines:
+        with open(log, "a", encoding="utf-8") as handle:
+            handle.write("\n".join(lines) + "\n")
+    return list(leftovers.values())
 
 
 def read_post_run_screen(device: ClaimedDevice, suite: Suite, artifacts: RunArtifacts) -> tuple[ScreenSnapshot | None, str | None]:

@@ -85,10 +85,6 @@ class Run:
         return self.run_dir / "claude.jsonl"
 
     @property
-    def screen_path(self) -> Path:
-        return self.run_dir / "screen.xml"
-
-    @property
     def timing_path(self) -> Path:
         return self.run_dir / "claude.timing.jsonl"
 

@@ -3,18 +3,40 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
 from pytest_agentbench.errors import ConfigError
+from pytest_agentbench.servers.agent_tools import AGENTBENCH_TOOLS, MOBILE_MCP_TOOLS, AgentToolMap
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 
 # AutoMobile keeps device claims here; both spellings are kept through the scrub so a resident
 # daemon's claims are still honoured by the run's own server.
 COORDINATION_DIR_NAMES = ("AUTOMOBILE_ADB_SERVER_COORDINATION_DIR", "AUTO_MOBILE_ADB_SERVER_COORDINATION_DIR")
+
+
+#: Set in every MCP server's environment to a random token per run: whatever the server starts
+#: inherits it, so the run's own leftover daemons are found after the agent's group is gone,
+#: even when they detached into a process group of their own.
+RUN_TOKEN_ENV = "AGENTBENCH_RUN_TOKEN"
+
+
+@dataclass(frozen=True)
+class DaemonSpec:
+    """How a run's private daemon is told apart from an interloper and stopped after the agent.
+
+    Attributes:
+        socket_dir_env: The private-state variable of the directory its sockets live in; a live
+            device claim whose socketPath lies there belongs to this run.
+        stop_command: argv run with the server's environment before anything is signalled
+            (the server's own clean stop, if it has one).
+    """
+
+    socket_dir_env: str | None = None
+    stop_command: tuple[str, ...] = ()
 
 
 def _frozen(mapping: Mapping[str, str] | None = None) -> Mapping[str, str]:
@@ -39,6 +61,11 @@ class ServerProfile:
         instructions_env: The variable set to ``1`` by ``--server-instructions``, if the server
             has an instructions switch.
         fixed_env: Variables always set in the server's environment.
+        stale_build: Says why the server's build is older than its sources (None when it is
+            not), for servers that run from a build; a stale build is refused, never measured.
+        daemon: How the run's private daemon is found and stopped after the agent exits.
+        agent_tools: Which of the server's tools ``agentbench-agent`` observes and acts with
+            (None: the model agent cannot drive this server).
     """
 
     name: str
@@ -51,6 +78,9 @@ class ServerProfile:
     pin_env: str | None = None
     instructions_env: str | None = None
     fixed_env: Mapping[str, str] = field(default_factory=_frozen)
+    stale_build: Callable[[], str | None] | None = None
+    daemon: DaemonSpec = field(default_factory=DaemonSpec)
+    agent_tools: AgentToolMap | None = None
 
     def scrubs(self, variable: str) -> bool:
         """Tell whether an inherited variable must be removed before the run.
@@ -112,7 +142,44 @@ def agentbench_profile() -> ServerProfile:
         pinnable=True,
         pin_env="AGENTBENCH_DEVICE_SERIAL",
         instructions_env="AGENTBENCH_MCP_INSTRUCTIONS",
+        daemon=DaemonSpec(socket_dir_env="AGENTBENCH_SOCKET_DIR"),
+        agent_tools=AGENTBENCH_TOOLS,
     )
+
+
+AUTOMOBILE_BUILD_COMMAND = "bun run build"
+
+
+def automobile_stale_build(checkout: Path) -> str | None:
+    """Why an AutoMobile checkout's `dist/src/index.js` cannot be benchmarked, or None.
+
+    The device-use check classifies tools from the server's own listing while the run executes
+    the build, so a build older than any file in `src/` or `schemas/tool-definitions.json` would
+    measure code that is not the checkout's (seed 000).
+
+    Args:
+        checkout: The AutoMobile repository checkout.
+
+    Returns:
+        A sentence naming the newest source file and the build command, or None when the build
+        is newer than every source (or there are no sources to compare with).
+    """
+    checkout = Path(checkout)
+    index = checkout / "dist" / "src" / "index.js"
+    sources = [path for path in (checkout / "src").rglob("*") if path.is_file()] if (checkout / "src").is_dir() else []
+    schema = checkout / "schemas" / "tool-definitions.json"
+    if schema.is_file():
+        sources.append(schema)
+    if not sources:
+        return None
+    newest = max(sources, key=lambda path: path.stat().st_mtime)
+    if not index.is_file():
+        return (f"the AutoMobile checkout {checkout} is not built ({index} is missing); "
+                f"run `{AUTOMOBILE_BUILD_COMMAND}` in {checkout} first")
+    if newest.stat().st_mtime > index.stat().st_mtime:
+        return (f"the AutoMobile build {index} is older than {newest.relative_to(checkout)}; "
+                f"run `{AUTOMOBILE_BUILD_COMMAND}` in {checkout} so the run measures the checkout's code")
+    return None
 
 
 def auto_mobile_profile(checkout: Path) -> ServerProfile:
@@ -145,6 +212,10 @@ def auto_mobile_profile(checkout: Path) -> ServerProfile:
             str(checkout / "package.json"),
         ),
         pinnable=False,
+        stale_build=lambda: automobile_stale_build(checkout),
+        # AutoMobile's daemon is a separate process by design; its claims name a socket in the
+        # run's private socket directory.
+        daemon=DaemonSpec(socket_dir_env="AUTOMOBILE_AUX_SOCKET_DIR"),
     )
 
 
@@ -158,6 +229,10 @@ def mobile_mcp_profile() -> ServerProfile:
         build_files=(),
         pinnable=False,
         fixed_env=_frozen({"MOBILEMCP_DISABLE_TELEMETRY": "1"}),
+        # Its `mobilecli daemon` detaches into its own process group and claims nothing: it is
+        # found by the run token it inherits.
+        daemon=DaemonSpec(),
+        agent_tools=MOBILE_MCP_TOOLS,
     )
 
 

@@ -14,30 +14,68 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from pytest_agentbench.errors import AgentbenchError
 
-#: Tools that never count as device use even if a server gave them a `device` property.
-NEVER_DEVICE_AWARE = frozenset({"listDevices", "setToolEnabled"})
+#: Inventory and control tools that never count as device use, even with a `device` property:
+#: AutoMobile's listDevices / setToolEnabled and mobile-mcp's device fleet and account tools
+#: (releasing a remote device names one, but does nothing on it).
+NEVER_DEVICE_AWARE = frozenset({
+    "listDevices",
+    "setToolEnabled",
+    "mobile_list_available_devices",
+    "mobile_list_remote_devices",
+    "mobile_allocate_remote_device",
+    "mobile_release_remote_device",
+    "mobile_login_to_cloud_provider",
+})
+_MAX_REF_DEPTH = 16
+
+
+def _resolve(schema: Any, root: Mapping[str, Any], depth: int = 0) -> Any:
+    """Follow a local `$ref` (`#/$defs/Name`, `#/definitions/Name`) to the schema it names."""
+    while isinstance(schema, Mapping) and isinstance(schema.get("$ref"), str) and depth < _MAX_REF_DEPTH:
+        ref = schema["$ref"]
+        if not ref.startswith("#/"):
+            return None
+        target: Any = root
+        for part in ref[2:].split("/"):
+            part = part.replace("~1", "/").replace("~0", "~")
+            target = target.get(part) if isinstance(target, Mapping) else None
+        schema, depth = target, depth + 1
+    return schema
+
+
+def _accepts_string(schema: Any, root: Mapping[str, Any], depth: int = 0) -> bool:
+    schema = _resolve(schema, root, depth)
+    if not isinstance(schema, Mapping) or depth > _MAX_REF_DEPTH:
+        return False
+    kind = schema.get("type")
+    if kind == "string" or (isinstance(kind, list) and "string" in kind):
+        return True
+    # pydantic renders `str | None` as anyOf: [{type: string}, {type: null}]; oneOf likewise.
+    options = [*(schema.get("anyOf") or ()), *(schema.get("oneOf") or ())]
+    return any(_accepts_string(option, root, depth + 1) for option in options)
 
 
 def is_device_aware_schema(name: str, input_schema: Mapping[str, Any] | None) -> bool:
-    """A tool is device-aware when its input schema has a string property `device`.
+    """A tool is device-aware when its input schema has a property `device` that takes a string.
+
+    The property may sit behind a local `$ref` (pydantic's `$defs`), and its string type may be
+    one branch of `anyOf`/`oneOf` (`str | None`). Inventory and control tools never count.
 
     Args:
         name: The tool's short name (as the server lists it).
         input_schema: The tool's JSON Schema for its arguments.
 
     Returns:
-        True for tools that act on a phone; inventory and control tools never count.
+        True for tools that act on a phone.
     """
-    if name in NEVER_DEVICE_AWARE or not input_schema:
+    if name in NEVER_DEVICE_AWARE or not isinstance(input_schema, Mapping):
         return False
-    device = (input_schema.get("properties") or {}).get("device")
-    if not isinstance(device, Mapping):
+    root = input_schema
+    schema = _resolve(input_schema, root)
+    properties = schema.get("properties") if isinstance(schema, Mapping) else None
+    if not isinstance(properties, Mapping) or "device" not in properties:
         return False
-    kind = device.get("type")
-    if kind == "string" or (isinstance(kind, list) and "string" in kind):
-        return True
-    # pydantic renders `str | None` as anyOf: [{type: string}, {type: null}].
-    return any(isinstance(option, Mapping) and option.get("type") == "string" for option in device.get("anyOf", ()))
+    return _accepts_string(properties["device"], root)
 
 
 def device_aware_tool_names(server_name: str, tools: Iterable[tuple[str, Mapping[str, Any] | None]]) -> frozenset[str]:

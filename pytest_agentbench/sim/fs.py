@@ -194,6 +194,8 @@ class SimFileSystem:
 
     def _check_access(self, path: str, user: str) -> None:
         # Only per-app storage is guarded: that is the boundary run-as exists to cross.
+        if path == PRIVATE_ROOT and user != ROOT_USER:
+            raise PermissionError(13, "Permission denied", path)
         if path.startswith(PRIVATE_ROOT + "/"):
             owner = path[len(PRIVATE_ROOT) + 1:].split("/", 1)[0]
             if user != owner and user != ROOT_USER:

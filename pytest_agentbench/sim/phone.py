@@ -11,21 +11,19 @@ from dataclasses import dataclass
 
 from . import shell
 from .apps import BUILTIN_APPS, App, AppContext, AppRuntime, generic_app
+from .defaults import KEYCODES, PHYSICAL_DENSITY, default_props, default_settings, user_build_props  # noqa: F401
 from .fs import SimFileSystem
+from .providers import PROVIDER_CLASSES, Provider
+from .seeding import SeedingMixin
+from .system.appops import AppOpsTable
+from .system.clock import local
+from .system.logbuffer import LogBuffer
+from .system.power import PowerState
 from .ui import UiNode, hit_test, layout_screen, status_bar, to_xml
+from .users import ROOT, SHELL, app_uid_candidate
 
 LAUNCHER_PACKAGE = "com.android.launcher3"
 PHYSICAL_SIZE = (1080, 2400)
-PHYSICAL_DENSITY = 420
-
-KEYCODES = {"KEYCODE_HOME": 3, "KEYCODE_BACK": 4, "KEYCODE_DPAD_UP": 19, "KEYCODE_DPAD_DOWN": 20,
-            "KEYCODE_DPAD_LEFT": 21, "KEYCODE_DPAD_RIGHT": 22, "KEYCODE_DPAD_CENTER": 23, "KEYCODE_VOLUME_UP": 24,
-            "KEYCODE_VOLUME_DOWN": 25, "KEYCODE_POWER": 26, "KEYCODE_TAB": 61, "KEYCODE_SPACE": 62,
-            "KEYCODE_ENTER": 66, "KEYCODE_DEL": 67, "KEYCODE_MENU": 82, "KEYCODE_ESCAPE": 111,
-            "KEYCODE_FORWARD_DEL": 112, "KEYCODE_MOVE_HOME": 122, "KEYCODE_MOVE_END": 123, "KEYCODE_APP_SWITCH": 187,
-            "KEYCODE_WAKEUP": 224, "KEYCODE_SLEEP": 223, "KEYCODE_CUT": 277, "KEYCODE_COPY": 278, "KEYCODE_PASTE": 279,
-            "KEYCODE_SEARCH": 84, "KEYCODE_CAMERA": 27, "KEYCODE_VOLUME_MUTE": 164, "KEYCODE_NOTIFICATION": 83}
-
 
 #: When the preinstalled apps were "installed": the system image's build time, the same on every
 #: boot, so two sessions on fresh simulated phones see the same app build (lastUpdateTime).
@@ -55,6 +53,7 @@ class PackageInfo:
     min_sdk: int
     target_sdk: int
     system: bool
+    uid: int
 
     @property
     def package(self) -> str:
@@ -69,45 +68,13 @@ class PackageInfo:
         return f"{self.app.package}/{self.app.activity}"
 
 
-def default_props(serial_hint: str) -> dict[str, str]:
-    """The system properties of a fresh simulated phone (an API 34 userdebug build)."""
-    return {
-        "ro.build.version.sdk": "34", "ro.build.version.release": "14", "ro.build.version.codename": "REL",
-        "ro.build.id": "UQ1A.240205.004", "ro.build.type": "userdebug", "ro.build.tags": "dev-keys",
-        "ro.build.fingerprint": "agentbench/agentbench_sim/agentbench:14/UQ1A.240205.004/1:userdebug/dev-keys",
-        "ro.build.version.security_patch": "2024-02-05",
-        "ro.product.model": "AgentBench Sim", "ro.product.manufacturer": "AgentBench",
-        "ro.product.brand": "agentbench", "ro.product.name": "agentbench_sim", "ro.product.device": "agentbench",
-        "ro.product.cpu.abi": "x86_64", "ro.product.locale": "en-US", "persist.sys.locale": "en-US",
-        "persist.sys.timezone": "UTC", "ro.boot.qemu.avd_name": f"AgentBench_{serial_hint}",
-        "ro.kernel.qemu": "1", "ro.debuggable": "1", "ro.secure": "1", "ro.serialno": serial_hint,
-        "ro.sf.lcd_density": str(PHYSICAL_DENSITY), "sys.boot_completed": "1", "dev.bootcomplete": "1",
-        "init.svc.bootanim": "stopped", "service.adb.root": "0",
-    }
-
-
-def default_settings() -> dict[str, dict[str, str]]:
-    """Settings a fresh phone has; anything else reads as `null`, as on Android."""
-    return {
-        "global": {"wifi_on": "0", "airplane_mode_on": "0", "device_name": "AgentBench Sim", "adb_enabled": "1",
-                   "window_animation_scale": "1.0", "transition_animation_scale": "1.0",
-                   "animator_duration_scale": "1.0", "auto_time": "1", "auto_time_zone": "1",
-                   "stay_on_while_plugged_in": "7", "development_settings_enabled": "1"},
-        "system": {"font_scale": "1.0", "user_rotation": "0", "accelerometer_rotation": "0",
-                   "screen_brightness": "102", "screen_off_timeout": "1800000"},
-        "secure": {"navigation_mode": "2", "ui_night_mode": "1", "accessibility_enabled": "0",
-                   "default_input_method": "com.google.android.inputmethod.latin/com.android.inputmethod.latin.LatinIME",
-                   "enabled_input_methods": "com.google.android.inputmethod.latin/com.android.inputmethod.latin.LatinIME",
-                   "android_id": "a9e1b2c3d4e5f607"},
-    }
-
-
-class Phone:
+class Phone(SeedingMixin):
     """A simulated Android phone; every public method takes the one lock, so transport threads may call it.
 
-    Overrides: `props` (dict merged into the system properties), `settings` (namespace -> dict),
-    `size` ((w, h) physical pixels), `density`, `apps` (App instances to install instead of the
-    built-in set), and the shorthands `model`, `manufacturer`, `sdk`, `release`.
+    Overrides: `props` (dict merged into the system properties; `{"ro.build.type": "user"}` makes a
+    production build without su or `adb root`), `settings` (namespace -> dict), `size` ((w, h)
+    physical pixels), `density`, `apps` (App instances to install instead of the built-in set), and
+    the shorthands `model`, `manufacturer`, `sdk`, `release`. Seeding calls are in sim/seeding.py.
     """
 
     def __init__(self, serial_hint: str = "sim", **overrides: object) -> None:
@@ -122,7 +89,10 @@ class Phone:
         for key, prop in shorthand.items():
             if key in overrides:
                 self.props[prop] = str(overrides.pop(key))
-        self.props.update({k: str(v) for k, v in dict(overrides.pop("props", {}) or {}).items()})
+        props = {k: str(v) for k, v in dict(overrides.pop("props", {}) or {}).items()}
+        if props.get("ro.build.type") == "user":
+            user_build_props(self.props)
+        self.props.update(props)
         self.settings = default_settings()
         for namespace, values in dict(overrides.pop("settings", {}) or {}).items():
             self.settings[namespace].update({k: str(v) for k, v in values.items()})
@@ -138,13 +108,29 @@ class Phone:
         self.runtimes: dict[str, AppRuntime] = {}
         self.tasks: list[str] = []  # z-order of running apps; the last one is in the foreground
         self.awake = True
+        #: The foreground user (`am get-current-user`); `am switch-user N` changes it.
+        self.current_user = 0
         self._install_serial = 0
+        self.adbd_root = False  # `adb root` restarted adbd as root
+        self.appops = AppOpsTable()
+        self.logs = LogBuffer()
+        self.power = PowerState()
+        self.providers: dict[str, Provider] = {cls.authority: cls() for cls in PROVIDER_CLASSES}
+        self._next_pid = 3100
+        self._background_pids: dict[str, int] = {}
+        self._media_serial = 0
+        self.log("SystemServer", "Entered the Android system server!", buffer="system")
         for app in (apps if apps is not None else [cls() for cls in BUILTIN_APPS]):
             self._install(app, apk=None, version_name=app.version_name, version_code=app.version_code,
                           stamp=SYSTEM_IMAGE_TIME)
         for binary in sorted(_command_names()):
-            self.fs.write(f"/system/bin/{binary}", b"", mode=0o755)
+            if binary != "su":
+                self.fs.write(f"/system/bin/{binary}", b"", mode=0o755)
+        if self.debuggable_build:
+            self.fs.write("/system/xbin/su", b"", mode=0o4750)
+        self.log("ActivityManager", "System now ready", buffer="system")
         self.launch(LAUNCHER_PACKAGE)
+        self.log("BootReceiver", "Boot completed; time zone " + self.timezone, buffer="system")
 
     # The contract the transport and tests use.
 
@@ -153,12 +139,69 @@ class Phone:
         """The properties adbd announces in its CNXN banner."""
         return {key: self.props[key] for key in ("ro.product.name", "ro.product.model", "ro.product.device")}
 
-    def shell(self, command: str) -> CommandResult:
-        """Run one command line as `adb shell` does and return what it printed and its exit status."""
+    def shell(self, command: str, *, user: str | None = None) -> CommandResult:
+        """Run one command line as `adb shell` does and return what it printed and its exit status.
+
+        Args:
+            command: The command line.
+            user: Run as this user (`root` inside an interactive `su`); default: whoever adbd runs as.
+        """
         with self.lock:
             self.command_log.append(command)
-            stdout, stderr, status = shell.run(self, command)
+            stdout, stderr, status = shell.run(self, command, user=user or self.adbd_user)
             return CommandResult(stdout, stderr, status)
+
+    # Build, identity and time.
+
+    @property
+    def debuggable_build(self) -> bool:
+        """userdebug/eng builds (ro.debuggable=1): su exists and adbd may restart as root."""
+        return self.props.get("ro.debuggable") == "1" and self.props.get("ro.build.type") != "user"
+
+    @property
+    def adbd_user(self) -> str:
+        """Who adbd's shell and sync services run as."""
+        return ROOT if self.adbd_root else SHELL
+
+    def set_adbd_root(self, root: bool) -> None:
+        """`adb root` / `adb unroot`: adbd restarts as root (userdebug only) or as the shell user."""
+        with self.lock:
+            self.adbd_root = root and self.debuggable_build
+            self.props["service.adb.root"] = "1" if self.adbd_root else "0"
+
+    @property
+    def timezone(self) -> str:
+        return self.props.get("persist.sys.timezone") or "UTC"
+
+    def now_local(self):  # noqa: ANN201 - a datetime in the device's zone
+        return local(time.time(), self.timezone)
+
+    def process_pid(self, package: str) -> int:
+        """The pid of the app's process, or of the background process its services run in."""
+        runtime = self.runtimes.get(package)
+        if runtime is not None and runtime.pid:
+            return runtime.pid
+        if package not in self._background_pids:
+            self._background_pids[package] = self._new_pid()
+        return self._background_pids[package]
+
+    def background_pids(self) -> dict[str, int]:
+        """Packages whose background work runs in a process of its own, with that process's pid."""
+        with self.lock:
+            for package, info in self.packages.items():
+                if info.app.background_wake_locks(self):
+                    self.process_pid(package)
+            return dict(self._background_pids)
+
+    def _new_pid(self) -> int:
+        self._next_pid += 37
+        return self._next_pid
+
+    def notify_change(self, authority: str) -> None:
+        """A provider's data changed: apps observing it react (Messages imports new SMS)."""
+        with self.lock:
+            for info in list(self.packages.values()):
+                info.app.on_content_changed(self, authority)
 
     def set_version(self, package: str, version_name: str | None = None, version_code: int | None = None) -> None:
         """Simulate an app update: new versionName/versionCode and a later lastUpdateTime."""
@@ -229,7 +272,7 @@ class Phone:
             root, runtime.scroll[runtime.route] = layout_screen(
                 package, screen.widgets, state, width=width, height=height, fields=runtime.fields,
                 focused_field=runtime.focused_field, scroll=runtime.scroll.get(runtime.route, 0))
-            clock = time.strftime("%H:%M", time.gmtime())
+            clock = self.now_local().strftime("%H:%M")
             return [root, status_bar(width, clock, wifi_on=self.settings["global"].get("wifi_on") == "1")]
 
     # Activity manager.
@@ -242,9 +285,14 @@ class Phone:
         with self.lock:
             info = self.packages[package]
             if package not in self.runtimes:
-                runtime = AppRuntime(stack=[info.app.start_route], state=info.app.initial_state())
+                runtime = AppRuntime(stack=[info.app.start_route], state=info.app.initial_state(),
+                                     pid=self._background_pids.pop(package, 0) or self._new_pid())
                 self.runtimes[package] = runtime
-                runtime.stack[:] = [info.app.launch_route(AppContext(self, info.app, runtime))]
+                self.log("ActivityManager", f"Start proc {runtime.pid}:{package}/{_user_tag(info.uid)} for "
+                         f"top-activity {{{package}/{info.app.activity}}}", buffer="system")
+                ctx = AppContext(self, info.app, runtime)
+                info.app.on_start(ctx)
+                runtime.stack[:] = [info.app.launch_route(ctx)]
             self._to_front(package)
             return info.app.activity
 
@@ -267,11 +315,13 @@ class Phone:
                     return package, route
             return None
 
-    def resolve_action(self, action: str) -> tuple[str, str] | None:
+    def resolve_action(self, action: str, data: str | None = None) -> tuple[str, str] | None:
+        """The (package, route) that handles an intent action (with its data URI, e.g. `package:PKG`), or None."""
         with self.lock:
             for package, info in self.packages.items():
-                if action in info.app.actions:
-                    return package, info.app.actions[action]
+                route = info.app.resolve_action(action, data)
+                if route is not None:
+                    return package, route
             return None
 
     def go_home(self) -> None:
@@ -295,7 +345,10 @@ class Phone:
     def force_stop(self, package: str) -> None:
         """Kill the app's process: its in-memory UI state is gone; the launcher shows if it was in front."""
         with self.lock:
-            self.runtimes.pop(package, None)
+            if self.runtimes.pop(package, None) is not None and package in self.packages:
+                self.log("ActivityManager", f"Force stopping {package} appid={self.packages[package].uid} user=0: "
+                         "from pid 4242", buffer="system")
+            self.power.release(package)
             if package in self.tasks:
                 self.tasks.remove(package)
             if package == LAUNCHER_PACKAGE or not self.tasks:
@@ -309,6 +362,9 @@ class Phone:
             if self.fs.exists(private):
                 self.fs.remove(private, recursive=True, user="root")
             self.fs.mkdir(private, parents=True, mode=0o700, user="root")
+            for authority, provider in self.providers.items():
+                if provider.package == package:  # a provider's data is gone: its observers hear of it
+                    self.notify_change(authority)
 
     # Input.
 
@@ -386,15 +442,26 @@ class Phone:
         info = PackageInfo(app=app, version_name=version_name, version_code=version_code,
                            first_install=previous.first_install if previous else stamp, last_update=stamp,
                            code_dir=code_dir, debuggable=app.debuggable, min_sdk=app.min_sdk,
-                           target_sdk=app.target_sdk, system=app.system and preinstalled)
+                           target_sdk=app.target_sdk, system=app.system and preinstalled,
+                           uid=previous.uid if previous else self._free_uid(app.package))
         self.packages[app.package] = info
         return info
 
+    def _free_uid(self, package: str) -> int:
+        taken = {info.uid for info in self.packages.values()}
+        attempt = 0
+        while app_uid_candidate(package, attempt) in taken:
+            attempt += 1
+        return app_uid_candidate(package, attempt)
+
     def uninstall(self, package: str) -> None:
-        """Remove a package, its APK and its private storage."""
+        """Remove a package, its APK, its private storage, its app-ops and wake locks."""
         with self.lock:
             info = self.packages.pop(package)
             self.runtimes.pop(package, None)
+            self.appops.forget(package)
+            self.power.release(package)
+            self.power.allowlist.discard(package)
             if package in self.tasks:
                 self.tasks.remove(package)
                 if not self.tasks:
@@ -414,6 +481,10 @@ class Phone:
         if package in self.tasks:
             self.tasks.remove(package)
         self.tasks.append(package)
+
+
+def _user_tag(uid: int) -> str:
+    return f"u0a{uid - 10000}"
 
 
 def _command_names() -> list[str]:

@@ -120,6 +120,9 @@ def _paint(canvas: Canvas, node: UiNode, palette: dict[str, tuple[int, int, int]
         canvas.rect(left, top, right, bottom, palette[style])
         knob = (right - (bottom - top), top) if style == "switch_on" else (left, top)
         canvas.rect(knob[0] + 6, knob[1] + 6, knob[0] + (bottom - top) - 6, bottom - 6, palette["background"])
+    elif style == "image":
+        canvas.rect(left, top, right, bottom, palette["icon"])
+        canvas.outline(left, top, right, bottom, palette["button"])
     elif style == "field":
         canvas.outline(left, top, right, bottom, palette["button"] if node.focused else palette["field"])
     elif style == "row":

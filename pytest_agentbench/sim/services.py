@@ -19,6 +19,8 @@ log = logging.getLogger(__name__)
 # adb's limit on a sync path.
 _SYNC_PATH_MAX = 1024
 _PROMPT = b"sim:/ $ "
+_ROOT_PROMPT = b"sim:/ # "
+_ROOT_SHELL_LINES = ("su", "su 0", "su root", "su -")
 
 
 SHELL_USER = "shell"
@@ -56,6 +58,8 @@ class PhoneServices:
             return self._serve_exec
         if service.kind == "sync":
             return self._serve_sync
+        if service.kind in ("root", "unroot") and hasattr(self.phone, "set_adbd_root"):
+            return self._serve_root
         return None
 
     async def _latency(self) -> None:
@@ -78,14 +82,46 @@ class PhoneServices:
 
         return await self._call(locked)
 
+    @property
+    def _sync_user(self) -> str:
+        return getattr(self.phone, "adbd_user", SHELL_USER)
+
     def _count(self, kind: str) -> None:
         self.phone.counters[kind] += 1
 
-    async def _run_command(self, command: str) -> tuple[bytes, bytes, int]:
+    async def _serve_root(self, stream: ServiceStream, service: protocol.Service) -> None:
+        """`adb root`/`adb unroot`: adbd answers as Android 14's does and, when it switches, restarts.
+
+        Restarting is closing the whole connection after the reply: the adb server sees the device
+        go away and reconnects at once, which is what `adb root` waits for.
+        """
+        self._count(service.kind)
+        await self._latency()
+        phone = self.phone
+        want_root = service.kind == "root"
+        if want_root and phone.adbd_root:
+            await stream.write(b"adbd is already running as root\n")
+            return
+        if want_root and not phone.debuggable_build:
+            await stream.write(b"adbd cannot run as root in production builds\n")
+            return
+        if not want_root and not phone.adbd_root:
+            await stream.write(b"adbd not running as root\n")
+            return
+        await self._call(phone.set_adbd_root, want_root)
+        await stream.write(b"restarting adbd as root\n" if want_root else b"restarting adbd as non root\n")
+        restart = getattr(stream, "restart_transport", None)
+        if restart is not None:
+            restart()
+
+    async def _run_command(self, command: str, user: str | None = None) -> tuple[bytes, bytes, int]:
         """Run one command line and log it; a failure inside the phone becomes stderr text and status 255."""
         log_length = len(self.phone.command_log)
         try:
-            result = await self._call(self.phone.shell, command)
+            if user is not None:
+                result = await self._call(functools.partial(self.phone.shell, command, user=user))
+            else:
+                result = await self._call(self.phone.shell, command)
         except Exception as exc:
             log.exception("command %r failed inside the simulated phone", command)
             return b"", f"sim: internal error running {command!r}: {exc}\n".encode(), 255
@@ -157,6 +193,8 @@ class PhoneServices:
         await send(protocol.SHELL_STDOUT, prompt)
         pending = bytearray()
         exit_code = 0
+        # `su` alone in an interactive shell opens a root shell: the following lines run as root until `exit`.
+        elevated = False
         stdin_closed = False
         newline = b"\r\n" if echo else b"\n"
         while not stdin_closed:
@@ -182,12 +220,22 @@ class PhoneServices:
                 if echo:
                     await send(protocol.SHELL_STDOUT, line + newline)
                 command = line.decode("utf-8", "replace").strip()
+                if command in ("exit", "logout") and elevated:
+                    elevated = False
+                    prompt = _PROMPT if echo else b""
+                    await send(protocol.SHELL_STDOUT, prompt)
+                    continue
                 if command in ("exit", "logout"):
                     stdin_closed = True
                     break
+                if command in _ROOT_SHELL_LINES and getattr(self.phone, "debuggable_build", False) and not elevated:
+                    elevated = True
+                    prompt = _ROOT_PROMPT if echo else b""
+                    await send(protocol.SHELL_STDOUT, prompt)
+                    continue
                 if command:
                     await self._latency()
-                    stdout, stderr, exit_code = await self._run_command(command)
+                    stdout, stderr, exit_code = await self._run_command(command, "root" if elevated else None)
                     await send(protocol.SHELL_STDOUT, stdout.replace(b"\n", newline))
                     await send(protocol.SHELL_STDERR if v2 else protocol.SHELL_STDOUT, stderr.replace(b"\n", newline))
                 await send(protocol.SHELL_STDOUT, prompt)
@@ -235,8 +283,8 @@ class PhoneServices:
                 await stream.write(b"".join(records) + protocol.encode_dent_done())
             elif request_id == "RECV":
                 try:
-                    # adbd runs as the shell user: an app's private storage stays closed to sync.
-                    data = await self._call_fs(functools.partial(fs.read, user=SHELL_USER), path)
+                    # adbd runs as the shell user (unless `adb root`): an app's private storage stays closed to sync.
+                    data = await self._call_fs(functools.partial(fs.read, user=self._sync_user), path)
                 except Exception as exc:
                     await stream.write(protocol.sync_fail(_error_text(exc)))
                     return
@@ -265,7 +313,8 @@ class PhoneServices:
                 return False
         await self._latency()
         try:
-            await self._call_fs(functools.partial(self.phone.fs.write, user=SHELL_USER), path, bytes(content), mode & 0o7777, mtime)
+            await self._call_fs(functools.partial(self.phone.fs.write, user=self._sync_user), path, bytes(content),
+                                mode & 0o7777, mtime)
         except Exception as exc:
             await stream.write(protocol.sync_fail(f"{path}: {_error_text(exc)}"))
             return False

@@ -460,7 +460,7 @@ def _run_simple(session: ShellSession, argv: list[str], stdin: bytes, out: bytea
     builtin = _BUILTINS.get(name)
     if builtin is not None:
         return builtin(Invocation(session, argv, stdin, out, err))
-    handler = lookup(name)
+    handler = lookup(name, session.phone.fs)
     if handler is None:
         err.extend(f"{SHELL_NAME}: {name}: inaccessible or not found\n".encode())
         return 127
@@ -506,5 +506,14 @@ def _builtin_sh(inv: Invocation) -> int:
     return inv.run_line(script.decode(errors="replace"))
 
 
+def _builtin_exec(inv: Invocation) -> int:
+    # `exec CMD` replaces the shell: CMD runs and nothing after it on the line does (`adb logcat` sends this).
+    inv.session.exited = True
+    if not inv.args:
+        return 0
+    return _run_simple(inv.session, list(inv.args), inv.stdin, inv._out, inv._err)
+
+
 _BUILTINS: dict[str, Handler] = {"cd": _builtin_cd, "exit": _builtin_exit, "export": _builtin_export,
-                                 "pwd": _builtin_pwd, "sh": _builtin_sh, "/system/bin/sh": _builtin_sh}
+                                 "pwd": _builtin_pwd, "sh": _builtin_sh, "/system/bin/sh": _builtin_sh,
+                                 "exec": _builtin_exec}

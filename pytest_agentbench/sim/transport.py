@@ -92,6 +92,11 @@ class _Stream:
         # The service is done only once the host took the last chunk: a CLSE must not overtake it.
         await self._acked.wait()
 
+    def restart_transport(self) -> None:
+        """adbd restarts (`adb root`): close this stream, then the whole connection, once the reply is out."""
+        self.close()
+        self.connection.writer.close()
+
     def close(self) -> None:
         """Send CLSE once and forget the stream."""
         if not self._close_sent:

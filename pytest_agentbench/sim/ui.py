@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from collections.abc import Iterator, Mapping
 from xml.sax.saxutils import escape
 
@@ -12,7 +12,7 @@ SYSTEMUI_PACKAGE = "com.android.systemui"
 
 # Heights in px at density 420, close to what Material components measure on a 1080x2400 phone.
 _HEIGHTS = {"title": 170, "text": 110, "button": 150, "row": 200, "row1": 140, "switch": 180, "radio": 140,
-            "field": 170, "icon": 280}
+            "field": 170, "icon": 280, "image": 560}
 _ICONS_PER_ROW = 4
 
 
@@ -35,6 +35,7 @@ class Widget:
     enabled: str = ""
     when: str = ""
     password: bool = False
+    items: tuple[Widget, ...] = ()  # an `each` widget's template, repeated per item of state[text]
 
 
 def Title(text: str, **kw: str) -> Widget:
@@ -67,6 +68,32 @@ def Field(hint: str, id: str, password: bool = False, **kw: str) -> Widget:
 
 def Icon(label: str, on_tap: str, arg: str = "") -> Widget:
     return Widget("icon", text=label, desc=label, on_tap=on_tap, arg=arg)
+
+
+def Image(desc: str, on_tap: str = "", **kw: str) -> Widget:
+    """A picture (ImageView): no text, a content description."""
+    return Widget("image", desc=desc, on_tap=on_tap, **kw)
+
+
+def Each(key: str, *widgets: Widget, when: str = "") -> Widget:
+    """Repeat `widgets` for every item (a dict) of the list in state[key]; item keys fill their `{placeholders}` and args."""
+    return Widget("each", text=key, items=tuple(widgets), when=when)
+
+
+def expand(widgets: tuple[Widget, ...], state: Mapping[str, object]) -> Iterator[tuple[Widget, Mapping[str, object]]]:
+    """The widgets a screen shows, `each` lists unrolled, each with the state its placeholders read."""
+    for widget in widgets:
+        if not state_flag(state, widget.when, True):
+            continue
+        if widget.kind != "each":
+            yield widget, state
+            continue
+        items = state.get(widget.text) or ()
+        for item in items:  # type: ignore[attr-defined]
+            merged = {**state, **item}
+            for template in widget.items:
+                if state_flag(merged, template.when, True):
+                    yield replace(template, arg=_fill(template.arg, merged), when=""), merged
 
 
 @dataclass
@@ -128,9 +155,7 @@ def layout_screen(package: str, widgets: tuple[Widget, ...], state: Mapping[str,
                      resource_id=f"{package}:id/content" if package else "")
     y = STATUS_BAR_HEIGHT + 21
     icon_column = 0
-    for widget in widgets:
-        if not state_flag(state, widget.when, True):
-            continue
+    for widget, widget_state in expand(widgets, state):
         if widget.kind == "icon":
             cell = (width - 2 * SIDE_PADDING) // _ICONS_PER_ROW
             left = SIDE_PADDING + icon_column * cell
@@ -143,7 +168,7 @@ def layout_screen(package: str, widgets: tuple[Widget, ...], state: Mapping[str,
             icon_column, y = 0, y + _HEIGHTS["icon"]
         kind = "row1" if widget.kind == "row" and not widget.summary else widget.kind
         box = (0, y, width, y + _HEIGHTS[kind])
-        content.children.append(_build(package, widget, state, box, fields, focused_field))
+        content.children.append(_build(package, widget, widget_state, box, fields, focused_field))
         y = box[3]
     if icon_column:
         y += _HEIGHTS["icon"]
@@ -248,6 +273,11 @@ def _build(package: str, widget: Widget, state: Mapping[str, object], box: tuple
     if widget.kind == "text":
         return UiNode("android.widget.TextView", package, inner, text=text, resource_id=_rid(package, widget),
                       content_desc=_fill(widget.desc, state))
+    if widget.kind == "image":
+        return UiNode("android.widget.ImageView", package, (inner[0], top + 20, inner[2], bottom - 20),
+                      resource_id=_rid(package, widget), content_desc=_fill(widget.desc, state),
+                      clickable=bool(widget.on_tap), focusable=bool(widget.on_tap), on_tap=widget.on_tap,
+                      arg=widget.arg, style="image")
     if widget.kind == "button":
         return UiNode("android.widget.Button", package, (inner[0], top + 15, inner[2], bottom - 15), text=text,
                       resource_id=_rid(package, widget), content_desc=_fill(widget.desc, state), clickable=enabled,

@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 from ..ui import Text, Title
-from .extras import ClockApp, MessagesApp
+from .chrome import ChromeApp
+from .clock import ClockApp
+from .contacts import ContactsApp
 from .launcher import LauncherApp
+from .messages import MessagesApp
 from .model import App, AppContext, AppRuntime, PrefValue, Screen, read_shared_prefs, write_shared_prefs
+from .photos import PhotosApp
 from .playground import PlaygroundApp
+from .providers import PROVIDER_APPS
 from .settings import SettingsApp
+from .testbed import TestbedApp
 
-BUILTIN_APPS: tuple[type[App], ...] = (LauncherApp, SettingsApp, PlaygroundApp, ClockApp, MessagesApp)
+BUILTIN_APPS: tuple[type[App], ...] = (LauncherApp, SettingsApp, PlaygroundApp, ClockApp, MessagesApp, ChromeApp,
+                                       PhotosApp, ContactsApp, TestbedApp, *PROVIDER_APPS)
 
 __all__ = ["App", "AppContext", "AppRuntime", "BUILTIN_APPS", "PrefValue", "Screen", "generic_app",
            "read_shared_prefs", "write_shared_prefs"]

@@ -11,6 +11,10 @@ HOME_ICONS = {
     "Playground": "dev.jasonpearson.automobile.playground",
     "Clock": "com.android.deskclock",
     "Messages": "com.google.android.apps.messaging",
+    "Chrome": "com.android.chrome",
+    "Photos": "com.google.android.apps.photos",
+    "Contacts": "com.android.contacts",
+    "Testbed": "dev.agentbench.testbed",
 }
 
 

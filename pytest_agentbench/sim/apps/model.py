@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import posixpath
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 from collections.abc import Callable
@@ -16,6 +18,7 @@ if TYPE_CHECKING:
     from ..phone import Phone
 
 PrefValue = bool | int | float | str | tuple[str, ...]
+EVENT_LOG = "files/events.jsonl"
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,7 @@ class AppRuntime:
     fields: dict[str, str] = field(default_factory=dict)
     focused_field: str = ""
     scroll: dict[str, int] = field(default_factory=dict)  # route -> scroll offset in px
+    pid: int = 0  # the process id `ps`, logcat and wake locks show
 
     @property
     def route(self) -> str:
@@ -77,6 +81,31 @@ class AppContext:
         values[key] = value
         write_shared_prefs(self.phone, self.app.package, name, values)
 
+    def private_path(self, relative: str) -> str:
+        """An absolute path inside the app's private storage (`files/events.jsonl` -> /data/data/PKG/files/...)."""
+        return posixpath.join(self.phone.fs.private_dir(self.app.package), relative)
+
+    def read_file(self, relative: str) -> bytes | None:
+        """A file of the app's private storage, or None when it is missing."""
+        try:
+            return self.phone.fs.read(self.private_path(relative), user=self.app.package)
+        except OSError:
+            return None
+
+    def write_file(self, relative: str, data: bytes) -> None:
+        self.phone.fs.write(self.private_path(relative), data, mode=0o660, user=self.app.package)
+
+    def log(self, tag: str, message: str, priority: str = "I") -> None:
+        """Write a line to logcat from the app's process."""
+        self.phone.log(tag, message, priority=priority, package=self.app.package)
+
+    def log_event(self, event: str, **fields: object) -> None:
+        """Append one JSON line to the app's event log (`files/events.jsonl`): when, which screen, what happened."""
+        record = {"ts": int(time.time() * 1000), "event": event, "screen": self.runtime.route, **fields}
+        path = self.private_path(EVENT_LOG)
+        self.phone.fs.write(path, (json.dumps(record, sort_keys=True) + "\n").encode(), mode=0o660,
+                            user=self.app.package, append=True)
+
 
 class App:
     """An installed app declared as data: subclasses set the class attributes and write `tap_<name>` handlers.
@@ -116,8 +145,22 @@ class App:
         """The route a VIEW deep link opens in this app, or None when the app does not handle it."""
         return None
 
+    def resolve_action(self, action: str, data: str | None) -> str | None:
+        """The route an intent action opens (`actions` by default), or None; data is the intent's URI."""
+        return self.actions.get(action)
+
     def launch_route(self, ctx: AppContext) -> str:
         return self.redirect(ctx, self.start_route)
+
+    def on_start(self, ctx: AppContext) -> None:
+        """Called when the app's process starts (first launch, or after force-stop or `pm clear`)."""
+
+    def on_content_changed(self, phone: Phone, authority: str) -> None:
+        """Called after a provider's data changed (a ContentObserver); Messages re-imports SMS here."""
+
+    def background_wake_locks(self, phone: Phone) -> tuple[str, ...]:
+        """Tags of the wake locks the app's background work holds right now (shown by `dumpsys power`)."""
+        return ()
 
     def handler(self, name: str) -> Callable[[AppContext, str], None]:
         method = getattr(self, f"tap_{name}", None)

@@ -23,13 +23,20 @@ def command(*names: str) -> Callable[[Handler], Handler]:
     return register
 
 
-def lookup(name: str) -> Handler | None:
-    """The handler for argv[0]: a bare name, or an absolute path in a bin directory."""
+def lookup(name: str, fs: object | None = None) -> Handler | None:
+    """The handler for argv[0]: a bare name, or an absolute path in a bin directory.
+
+    With the phone's file system, a bare name resolves only while its binary is on it, as a
+    shell's PATH search does: removing `/system/bin/sha256sum` makes a phone without sha256sum.
+    """
     if "/" in name:
         directory, base = posixpath.split(posixpath.normpath(name))
         return COMMANDS.get(base) if directory in _BIN_DIRS else None
+    if fs is not None and not any(fs.exists(f"{directory}/{name}") for directory in _BIN_DIRS):  # type: ignore[attr-defined]
+        return None
     return COMMANDS.get(name)
 
 
 # Importing the families registers their commands.
-from . import am, cmd, coreutils, dumpsys, input, pm, props, run_as, screencap, settings, uiautomator, wm  # noqa: E402,F401
+from . import (am, appops, cmd, content, coreutils, dumpsys, input, logcat, pm, props, run_as, screencap,  # noqa: E402,F401
+               settings, su, textutils, uiautomator, wm)

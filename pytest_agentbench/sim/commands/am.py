@@ -1,4 +1,4 @@
-"""`am start|force-stop|kill|get-current-user|broadcast` and `monkey -p PKG` -> the phone's activity manager."""
+"""`am start|force-stop|kill|get-current-user|switch-user|broadcast` and `monkey -p PKG` -> the phone's activity manager."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from . import command
 ACTION_VIEW = "android.intent.action.VIEW"
 ACTION_MAIN = "android.intent.action.MAIN"
 CATEGORY_LAUNCHER = "android.intent.category.LAUNCHER"
+MEDIA_SCANNER_SCAN_FILE = "android.intent.action.MEDIA_SCANNER_SCAN_FILE"
 # Options that take one value (or two for --es KEY VALUE extras) and do not change what the sim does.
 _ONE_VALUE = {"-t", "-f", "-e", "--user", "--display", "--windowingMode", "--activityType", "-P", "--start-profiler",
               "--sampling", "-R", "--receiver-permission"}
@@ -38,11 +39,22 @@ def am(inv: Invocation) -> int:
                 phone.force_stop(package)
         return 0
     if verb == "get-current-user":
-        inv.out("0\n")
+        inv.out(f"{phone.current_user}\n")
+        return 0
+    if verb == "switch-user":
+        if not rest or not rest[0].isdigit():
+            return inv.fail("Error: no user id specified for am switch-user", 255)
+        # Only the primary user exists on a fresh image; a guest or work profile is simulated by id.
+        phone.current_user = int(rest[0])
         return 0
     if verb == "broadcast":
         action = rest[rest.index("-a") + 1] if "-a" in rest and rest.index("-a") + 1 < len(rest) else ""
-        inv.out(f"Broadcasting: Intent {{ act={action} flg=0x400000 }}\nBroadcast completed: result=0\n")
+        data = rest[rest.index("-d") + 1] if "-d" in rest and rest.index("-d") + 1 < len(rest) else ""
+        shown = f" dat={data}" if data else ""
+        inv.out(f"Broadcasting: Intent {{ act={action}{shown} flg=0x400000 }}\n")
+        if action == MEDIA_SCANNER_SCAN_FILE and data.startswith("file://"):
+            phone.scan_media_file(data[len("file://"):])
+        inv.out("Broadcast completed: result=0\n")
         return 0
     return inv.fail(f"Error: Unknown command: {verb}", 255)
 
@@ -127,12 +139,12 @@ def _resolve(inv: Invocation, action: str | None, data: str | None, component: s
             return None
         route = info.app.resolve_uri(data) if data else None
         return package, route
-    if data:
-        return phone.resolve_view(data)
-    if action:
-        resolved = phone.resolve_action(action)
+    if action and action != ACTION_VIEW:
+        resolved = phone.resolve_action(action, data)
         if resolved is not None:
             return resolved
+    if data:
+        return phone.resolve_view(data)
     return None
 
 

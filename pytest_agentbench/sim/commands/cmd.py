@@ -1,9 +1,10 @@
-"""`cmd SERVICE ...` -> the service's command handler (package, uimode, settings, activity)."""
+"""`cmd SERVICE ...` -> the service's command handler (package, uimode, settings, activity, appops, deviceidle)."""
 
 from __future__ import annotations
 
 from ..shell import Invocation
 from . import command
+from .appops import appops_command, deviceidle_command
 
 
 @command("cmd")
@@ -13,8 +14,13 @@ def cmd(inv: Invocation) -> int:
     service, rest = inv.args[0], inv.args[1:]
     if service == "uimode":
         return _uimode(inv, rest)
+    if service == "appops":
+        return appops_command(inv, rest)
+    if service == "deviceidle":
+        return deviceidle_command(inv, rest)
     if service == "-l":
-        inv.out("Currently running services:\n" + "".join(f"  {name}\n" for name in sorted([*_SERVICES, "uimode"])))
+        names = sorted([*_SERVICES, "uimode", "appops", "deviceidle"])
+        inv.out("Currently running services:\n" + "".join(f"  {name}\n" for name in names))
         return 0
     target = _SERVICES.get(service)
     if target is None:

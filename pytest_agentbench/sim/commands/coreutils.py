@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 
 from ..shell import Invocation
+from ..users import name_of
 from . import command
 
 
@@ -275,22 +276,6 @@ def checksum(inv: Invocation) -> int:
     return status
 
 
-@command("id")
-def id_(inv: Invocation) -> int:
-    if inv.user == "shell":
-        inv.out("uid=2000(shell) gid=2000(shell) groups=2000(shell),1004(input),1007(log),1011(adb),1015(sdcard_rw),"
-                "1028(sdcard_r),3001(net_bt_admin),3002(net_bt),3003(inet),3006(net_bw_stats) context=u:r:shell:s0\n")
-    else:
-        inv.out("uid=10123(u0_a123) gid=10123(u0_a123) groups=10123(u0_a123),3003(inet) context=u:r:untrusted_app:s0\n")
-    return 0
-
-
-@command("whoami")
-def whoami(inv: Invocation) -> int:
-    inv.out(("shell" if inv.user == "shell" else "u0_a123") + "\n")
-    return 0
-
-
 @command("true")
 def true(inv: Invocation) -> int:
     return 0
@@ -346,32 +331,36 @@ def _lines_of(inv: Invocation, files: list[str]) -> tuple[list[bytes], int]:
     return b"".join(chunks).splitlines(keepends=True), status
 
 
-def _count_option(args: list[str]) -> tuple[int, list[str]]:
-    count, rest, i = 10, [], 0
+def _count_option(args: list[str]) -> tuple[int, bool, list[str]]:
+    """(count, count is bytes (-c), operands) from `-n N`, `-N`, `-nN`, `-c N`."""
+    count, in_bytes, rest, i = 10, False, [], 0
     while i < len(args):
-        if args[i] == "-n" and i + 1 < len(args):
-            count, i = int(args[i + 1]), i + 2
-        elif re.fullmatch(r"-n?\d+", args[i]):
-            count, i = int(args[i].lstrip("-n")), i + 1
+        if args[i] in ("-n", "-c") and i + 1 < len(args):
+            count, in_bytes, i = int(args[i + 1]), args[i] == "-c", i + 2
+        elif re.fullmatch(r"-[nc]?\d+", args[i]):
+            count, in_bytes, i = int(args[i].lstrip("-nc")), args[i].startswith("-c"), i + 1
         else:
             rest.append(args[i])
             i += 1
-    return count, rest
+    return count, in_bytes, rest
 
 
 @command("head")
 def head(inv: Invocation) -> int:
-    count, files = _count_option(list(inv.args))
+    count, in_bytes, files = _count_option(list(inv.args))
     lines, status = _lines_of(inv, files)
-    inv.out(b"".join(lines[:count]))
+    inv.out(b"".join(lines)[:count] if in_bytes else b"".join(lines[:count]))
     return status
 
 
 @command("tail")
 def tail(inv: Invocation) -> int:
-    count, files = _count_option(list(inv.args))
+    count, in_bytes, files = _count_option(list(inv.args))
     lines, status = _lines_of(inv, files)
-    inv.out(b"".join(lines[-count:] if count else []))
+    if in_bytes:
+        inv.out(b"".join(lines)[-count:] if count else b"")
+    else:
+        inv.out(b"".join(lines[-count:] if count else []))
     return status
 
 
@@ -416,8 +405,9 @@ def dirname(inv: Invocation) -> int:
 
 @command("date")
 def date(inv: Invocation) -> int:
-    fmt = next((a[1:] for a in inv.args if a.startswith("+")), "%a %b %d %H:%M:%S UTC %Y")
-    inv.out(time.strftime(fmt.replace("%s", str(int(time.time()))), time.gmtime()) + "\n")
+    # The device's time zone (persist.sys.timezone) decides the wall clock, as on a phone.
+    fmt = next((a[1:] for a in inv.args if a.startswith("+")), "%a %b %d %H:%M:%S %Z %Y")
+    inv.out(inv.phone.now_local().strftime(fmt.replace("%s", str(int(time.time())))) + "\n")
     return 0
 
 
@@ -489,6 +479,12 @@ def ps(inv: Invocation) -> int:
     inv.out("USER           PID  PPID     VSZ    RSS WCHAN            ADDR S NAME\n"
             "root             1     0 10782796  9564 do_epoll_wait       0 S init\n"
             "system         512     1 14735204 41000 do_epoll_wait       0 S system_server\n")
-    for index, package in enumerate(sorted(inv.phone.runtimes)):
-        inv.out(f"u0_a{123 + index:<6}{2000 + index:>8}   310 13924548 120000 do_epoll_wait       0 S {package}\n")
+    phone = inv.phone
+    # App processes, and the background processes whose pids wake locks and logcat show.
+    pids = {package: phone.process_pid(package) for package in phone.runtimes}
+    pids.update({package: pid for package, pid in phone.background_pids().items() if package not in pids})
+    for package, pid in sorted(pids.items(), key=lambda item: item[1]):
+        if package in phone.packages:
+            user = name_of(phone, package)
+            inv.out(f"{user:<10}{pid:>8}   310 13924548 120000 do_epoll_wait       0 S {package}\n")
     return 0

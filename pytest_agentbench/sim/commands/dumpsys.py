@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import time
-import zlib
 
 from ..shell import Invocation
+from ..system.power import wake_lock_line
 from . import command
 from .am import short_component
+from .appops import deviceidle_listing
 
 
 def _stamp(epoch: int) -> str:
@@ -17,7 +18,8 @@ def _stamp(epoch: int) -> str:
 @command("dumpsys")
 def dumpsys(inv: Invocation) -> int:
     if not inv.args:
-        inv.out("Currently running services:\n  SurfaceFlinger\n  activity\n  display\n  package\n  power\n  window\n")
+        inv.out("Currently running services:\n  SurfaceFlinger\n  activity\n  deviceidle\n  display\n  package\n"
+                "  power\n  window\n")
         return 0
     service, rest = inv.args[0], inv.args[1:]
     if service == "window":
@@ -32,6 +34,11 @@ def dumpsys(inv: Invocation) -> int:
         return _activity(inv, rest)
     if service == "display":
         return _display(inv)
+    if service == "deviceidle":
+        inv.out(deviceidle_listing(inv) if rest[:1] == ["whitelist"] else
+                "  mLightEnabled=true  mDeepEnabled=true\n  mState=ACTIVE mLightState=ACTIVE\n  Whitelist user apps:\n"
+                + "".join(f"    {name}\n" for name in sorted(inv.phone.power.allowlist)))
+        return 0
     return inv.fail(f"Can't find service: {service}")
 
 
@@ -82,7 +89,7 @@ def package_dump(inv: Invocation, package: str) -> int:
         f"        a1b2c3d {component} filter 4e5f6a7\n\n"
         "Packages:\n"
         f"  Package [{package}] (8c9d0e1):\n"
-        f"    userId=10{zlib.crc32(package.encode()) % 900 + 100}\n"
+        f"    userId={info.uid}\n"
         f"    pkg=Package{{8c9d0e1 {package}}}\n"
         f"    codePath={info.code_dir}\n"
         f"    resourcePath={info.code_dir}\n"
@@ -106,14 +113,18 @@ def package_dump(inv: Invocation, package: str) -> int:
 
 def _power(inv: Invocation) -> int:
     awake = inv.phone.awake
+    now = time.time()
+    locks = inv.phone.active_wake_locks()
+    lock_lines = "".join(f"  {wake_lock_line(lock, now)}\n" for lock in locks)
     inv.out(
         "POWER MANAGER (dumpsys power)\n\nPower Manager State:\n"
         f"  mDirty=0x0\n  mWakefulness={'Awake' if awake else 'Asleep'}\n  mWakefulnessChanging=false\n"
         f"  mIsPowered=true\n  mPlugType=1\n  mBatteryLevel=100\n  mStayOn=true\n"
-        f"  mHoldingWakeLockSuspendBlocker=false\n  mHoldingDisplaySuspendBlocker={str(awake).lower()}\n"
+        f"  mHoldingWakeLockSuspendBlocker={str(bool(locks)).lower()}\n"
+        f"  mHoldingDisplaySuspendBlocker={str(awake).lower()}\n"
         f"  Display Power: state={'ON' if awake else 'OFF'}\n\n"
-        "Wake Locks: size=0\n\nSuspend Blockers: size=4\n"
-        "  PowerManagerService.WakeLocks: ref count=0\n  PowerManagerService.Display: ref count=1\n"
+        f"Wake Locks: size={len(locks)}\n{lock_lines}\nSuspend Blockers: size=4\n"
+        f"  PowerManagerService.WakeLocks: ref count={int(bool(locks))}\n  PowerManagerService.Display: ref count=1\n"
         "  PowerManagerService.Broadcasts: ref count=0\n  PowerManagerService.WirelessChargerDetector: ref count=0\n"
     )
     return 0

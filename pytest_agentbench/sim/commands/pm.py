@@ -54,7 +54,8 @@ def _list(inv: Invocation, args: list[str]) -> int:
             info = phone.packages[name]
             if ("-3" in flags and info.system) or ("-s" in flags and not info.system) or needle not in name:
                 continue
-            inv.out(f"package:{info.apk_path}={name}\n" if "-f" in flags else f"package:{name}\n")
+            line = f"package:{info.apk_path}={name}" if "-f" in flags else f"package:{name}"
+            inv.out(line + (f" uid:{info.uid}" if "-U" in flags else "") + "\n")
         return 0
     if what == "users":
         inv.out("Users:\n\tUserInfo{0:Owner:c13} running\n")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from ..shell import Invocation
+from ..system.clock import is_known_zone
+from ..users import ROOT
 from . import command
 
 
@@ -22,8 +24,19 @@ def setprop(inv: Invocation) -> int:
     if len(inv.args) != 2:
         return inv.fail("usage: setprop NAME VALUE")
     name, value = inv.args
-    # Only root may change ro.* on a user-debug build without `adb root`.
+    failed = f"Failed to set property '{name}' to '{value}'.\nSee dmesg for error reason."
+    # ro.* is set once at boot; other system properties need root, except the debug/log ones the shell owns.
     if name.startswith("ro.") and name in inv.phone.props:
-        return inv.fail(f"Failed to set property '{name}' to '{value}'.\nSee dmesg for error reason.")
+        return inv.fail(failed)
+    if inv.user != ROOT and not name.startswith(_SHELL_WRITABLE):
+        return inv.fail(failed)
+    if name == "persist.sys.timezone":
+        if not is_known_zone(value):
+            return inv.fail(failed)
+        inv.phone.set_timezone(value)
+        return 0
     inv.phone.props[name] = value
     return 0
+
+
+_SHELL_WRITABLE = ("debug.", "log.tag", "persist.log.tag", "persist.debug.", "dalvik.vm.", "service.adb.tcp")

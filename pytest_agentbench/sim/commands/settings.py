@@ -35,30 +35,3 @@ def settings(inv: Invocation) -> int:
     elif verb == "delete":
         inv.out(f"Deleted {1 if table.pop(key, None) is not None else 0} rows\n")
     return 0
-
-
-@command("content")
-def content(inv: Invocation) -> int:
-    """`content insert|query --uri content://settings/NS` as clients use it to set rotation."""
-    args = list(inv.args)
-    if not args or args[0] not in ("insert", "query", "update"):
-        return inv.fail("usage: adb shell content [insert|query|update] --uri <URI> ...")
-    uri = args[args.index("--uri") + 1] if "--uri" in args and args.index("--uri") + 1 < len(args) else ""
-    namespace = uri.removeprefix("content://settings/")
-    if namespace not in NAMESPACES:
-        return inv.fail(f"Error while accessing provider:{uri.split('/')[2] if uri.count('/') >= 2 else uri}\n"
-                        f"java.lang.IllegalArgumentException: Unknown URI {uri}")
-    table = inv.phone.settings[namespace]
-    binds = {}
-    for index, arg in enumerate(args):
-        if arg == "--bind" and index + 1 < len(args):
-            name, _, rest = args[index + 1].partition(":")
-            binds[name] = rest.partition(":")[2]
-    if args[0] in ("insert", "update"):
-        if "name" not in binds or "value" not in binds:
-            return inv.fail("content insert needs --bind name:s:KEY --bind value:T:VALUE")
-        table[binds["name"]] = binds["value"]
-        return 0
-    for row, key in enumerate(sorted(table)):
-        inv.out(f"Row: {row} name={key}, value={table[key]}\n")
-    return 0

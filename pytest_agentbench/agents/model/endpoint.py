@@ -1,0 +1,259 @@
+"""The AGENTBENCH_OPENAI_* environment -> an OpenAI-compatible chat client, token prices, and API failures as Claude-style sentences."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+import openai
+
+BASE_URL_VARIABLE = "AGENTBENCH_OPENAI_BASE_URL"
+API_KEY_VARIABLE = "AGENTBENCH_OPENAI_API_KEY"
+TIMEOUT_VARIABLE = "AGENTBENCH_OPENAI_TIMEOUT_S"
+MAX_RETRIES_VARIABLE = "AGENTBENCH_OPENAI_MAX_RETRIES"
+MAX_TOKENS_VARIABLE = "AGENTBENCH_OPENAI_MAX_TOKENS"
+TEMPERATURE_VARIABLE = "AGENTBENCH_OPENAI_TEMPERATURE"
+# USD per million tokens; cost is reported only when the input and output prices are both set.
+PRICE_INPUT_VARIABLE = "AGENTBENCH_OPENAI_PRICE_INPUT_PER_MTOK"
+PRICE_OUTPUT_VARIABLE = "AGENTBENCH_OPENAI_PRICE_OUTPUT_PER_MTOK"
+PRICE_CACHED_VARIABLE = "AGENTBENCH_OPENAI_PRICE_CACHED_INPUT_PER_MTOK"
+
+DEFAULT_TIMEOUT_S = 120.0
+# The SDK's own retry loop (connection errors, timeouts, 408/409/429, 5xx) is the only one.
+DEFAULT_MAX_RETRIES = 2
+#: The switch that turns a GLM-style chat template's thinking off for one request (vLLM).
+THINKING_OFF = {"chat_template_kwargs": {"enable_thinking": False}}
+
+
+class EndpointConfigError(Exception):
+    """The endpoint environment is missing or malformed; the message names the variable and what was expected."""
+
+
+class ApiFailure(Exception):
+    """A request that failed for good (after the SDK's retries): `message` is Claude Code's `API Error: ...` text."""
+
+    def __init__(self, message: str, status: int | None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+
+@dataclass(frozen=True)
+class Pricing:
+    """USD per million tokens."""
+
+    input: float
+    output: float
+    cached_input: float
+
+    def cost(self, usage: Mapping[str, int]) -> float:
+        """The cost of result-style usage counters (`input_tokens` excludes cache reads)."""
+        total = (
+            usage.get("input_tokens", 0) * self.input
+            + usage.get("cache_read_input_tokens", 0) * self.cached_input
+            + usage.get("output_tokens", 0) * self.output
+        )
+        return round(total / 1_000_000, 10)
+
+
+def _number(environ: Mapping[str, str], name: str, default: float | None, *, minimum: float, integer: bool = False) -> float | None:
+    raw = (environ.get(name) or "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw) if integer else float(raw)
+    except ValueError:
+        kind = "an integer" if integer else "a number"
+        raise EndpointConfigError(f"{name}={raw!r} is not {kind}") from None
+    if not math.isfinite(value) or value < minimum:
+        raise EndpointConfigError(f"{name}={raw!r} must be at least {minimum:g}")
+    return value
+
+
+def endpoint_identity(base_url: str) -> str:
+    """`scheme://host[:port]` of a base URL: never its path, user or password."""
+    try:
+        parts = urlsplit(base_url)
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        return "an unparseable base URL"
+    return f"{parts.scheme}://{(parts.hostname or '').lower()}{port}"
+
+
+@dataclass(frozen=True)
+class EndpointConfig:
+    """Where the model is served and how requests are made."""
+
+    base_url: str
+    api_key: str | None
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    max_retries: int = DEFAULT_MAX_RETRIES
+    pricing: Pricing | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str]) -> EndpointConfig:
+        """Read the `AGENTBENCH_OPENAI_*` variables.
+
+        Raises:
+            EndpointConfigError: The base URL is missing or not http(s), or a number is malformed.
+        """
+        base_url = (environ.get(BASE_URL_VARIABLE) or "").strip()
+        if not base_url:
+            raise EndpointConfigError(
+                f"{BASE_URL_VARIABLE} is not set: set it to the OpenAI-compatible server's base URL, "
+                "for example http://127.0.0.1:8077/v1"
+            )
+        if urlsplit(base_url).scheme not in ("http", "https") or not urlsplit(base_url).hostname:
+            raise EndpointConfigError(f"{BASE_URL_VARIABLE} must be an http:// or https:// URL, got {endpoint_identity(base_url)}")
+        input_price = _number(environ, PRICE_INPUT_VARIABLE, None, minimum=0)
+        output_price = _number(environ, PRICE_OUTPUT_VARIABLE, None, minimum=0)
+        if (input_price is None) != (output_price is None):
+            raise EndpointConfigError(f"set both {PRICE_INPUT_VARIABLE} and {PRICE_OUTPUT_VARIABLE}, or neither")
+        pricing = None
+        if input_price is not None and output_price is not None:
+            cached = _number(environ, PRICE_CACHED_VARIABLE, input_price, minimum=0)
+            pricing = Pricing(input_price, output_price, float(cached))  # type: ignore[arg-type]
+        max_tokens = _number(environ, MAX_TOKENS_VARIABLE, None, minimum=1, integer=True)
+        return cls(
+            base_url=base_url,
+            api_key=environ.get(API_KEY_VARIABLE) or None,
+            timeout_s=float(_number(environ, TIMEOUT_VARIABLE, DEFAULT_TIMEOUT_S, minimum=0.001)),  # type: ignore[arg-type]
+            max_retries=int(_number(environ, MAX_RETRIES_VARIABLE, DEFAULT_MAX_RETRIES, minimum=0, integer=True)),  # type: ignore[arg-type]
+            pricing=pricing,
+            max_tokens=int(max_tokens) if max_tokens is not None else None,
+            temperature=_number(environ, TEMPERATURE_VARIABLE, None, minimum=0),
+        )
+
+    @property
+    def identity(self) -> str:
+        """The non-secret endpoint identity (`scheme://host:port`)."""
+        return endpoint_identity(self.base_url)
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One chat completion's message and usage, in plain values."""
+
+    content: str
+    reasoning: str
+    tool_calls: list[dict[str, Any]]
+    model: str
+    finish_reason: str | None
+    # Result-style counters: input_tokens (uncached), cache_read_input_tokens, output_tokens.
+    usage: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def empty(self) -> bool:
+        """No content and no tool call: what a `<think>` block that never closed leaves (seed 004)."""
+        return not self.tool_calls and not self.content.strip()
+
+
+def _usage(raw: Any) -> dict[str, int]:
+    if raw is None:
+        return {}
+    prompt = int(getattr(raw, "prompt_tokens", 0) or 0)
+    details = getattr(raw, "prompt_tokens_details", None)
+    cached = int(getattr(details, "cached_tokens", 0) or 0) if details is not None else 0
+    return {
+        "input_tokens": max(prompt - cached, 0),
+        "cache_read_input_tokens": cached,
+        "output_tokens": int(getattr(raw, "completion_tokens", 0) or 0),
+    }
+
+
+def _error_detail(body: Any) -> str:
+    if isinstance(body, Mapping):
+        error = body.get("error")
+        if isinstance(error, Mapping) and error.get("message"):
+            return str(error["message"])
+        if isinstance(error, str):
+            return error
+        if body.get("message"):
+            return str(body["message"])
+        if body.get("detail"):
+            return str(body["detail"])
+    return str(body) if body else ""
+
+
+class ChatClient:
+    """Chat completions against one endpoint with the official `openai` client; failures become ApiFailure."""
+
+    def __init__(self, config: EndpointConfig) -> None:
+        self.config = config
+        self._client = openai.AsyncOpenAI(
+            base_url=config.base_url,
+            # vLLM without --api-key accepts any key, but the SDK needs one to be set.
+            api_key=config.api_key or "none",
+            timeout=config.timeout_s,
+            max_retries=config.max_retries,
+        )
+
+    async def close(self) -> None:
+        """Close the HTTP connections."""
+        await self._client.close()
+
+    def _safe(self, text: str) -> str:
+        # A server that echoes the request headers must not put the key into a transcript.
+        if self.config.api_key:
+            text = text.replace(self.config.api_key, "***")
+        return " ".join(text.split())
+
+    async def complete(self, *, model: str, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]], thinking: bool) -> Reply:
+        """One chat completion.
+
+        Args:
+            model: The served model name (`--model`).
+            messages: The conversation so far.
+            tools: Function tool definitions.
+            thinking: False adds `chat_template_kwargs.enable_thinking = false` to the request.
+
+        Raises:
+            ApiFailure: The request failed after the SDK's retries (status None when no response came).
+        """
+        options: dict[str, Any] = {}
+        if self.config.max_tokens is not None:
+            options["max_tokens"] = self.config.max_tokens
+        if self.config.temperature is not None:
+            options["temperature"] = self.config.temperature
+        # vLLM's tool parsers read the special tokens; the server must not strip them.
+        extra_body: dict[str, Any] = {"skip_special_tokens": False}
+        if not thinking:
+            extra_body.update(THINKING_OFF)
+        try:
+            response = await self._client.chat.completions.create(
+                model=model, messages=list(messages), tools=list(tools), tool_choice="auto", extra_body=extra_body, **options,
+            )
+        except openai.APITimeoutError:
+            raise ApiFailure(
+                f"API Error: Request timed out: no reply from {self.config.identity} within {self.config.timeout_s:g}s "
+                f"({self.config.max_retries} retries)", None,
+            ) from None
+        except openai.APIConnectionError as exc:
+            cause = exc.__cause__ or exc
+            raise ApiFailure(
+                f"API Error: Connection error: could not reach {self.config.identity} ({self._safe(str(cause) or type(cause).__name__)})",
+                None,
+            ) from None
+        except openai.APIStatusError as exc:
+            detail = self._safe(_error_detail(exc.body) or exc.response.reason_phrase or "")
+            raise ApiFailure(f"API Error: {exc.status_code} {detail}".rstrip(), exc.status_code) from None
+        except openai.OpenAIError as exc:
+            raise ApiFailure(f"API Error: {self._safe(str(exc))}", None) from None
+        if not response.choices:
+            raise ApiFailure(f"API Error: the reply from {self.config.identity} has no choices", None)
+        choice = response.choices[0]
+        message = choice.message.model_dump()
+        reasoning = message.get("reasoning") or message.get("reasoning_content") or ""
+        return Reply(
+            content=message.get("content") or "",
+            reasoning=str(reasoning),
+            tool_calls=[dict(call) for call in message.get("tool_calls") or []],
+            model=response.model or model,
+            finish_reason=choice.finish_reason,
+            usage=_usage(response.usage),
+        )

@@ -1,0 +1,327 @@
+"""Seed 004's measured failures, reproduced through the plugin: `--claude agentbench-agent` on a simulated phone against a scripted fake model.
+
+One pytest session (a subprocess, as a user runs it) runs one wifi-on suite per scenario; the
+fake OpenAI-compatible server picks each suite's script by its model name (`claude.model`). A
+conftest in the project turns Wi-Fi off before each suite (through the public
+`agentbench_device` fixture), so every scenario starts from the suite's start screen.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from adbserver import PrivateAdbServer, free_port, start_private_adb_server
+from fake_openai import (
+    FakeOpenAI,
+    call,
+    content,
+    delayed,
+    empty_until_thinking_off,
+    http_error,
+    index_of,
+    thinking_disabled,
+)
+from fakeagents import Case, junit_cases, make_project, run_session, session_env
+
+from pytest_agentbench.audit.transcript import Transcript, parse_file
+
+API_KEY = "sk-agentbench-SENTINELKEY4242"
+TIMEOUT_S = 6
+DONE = "Wi-Fi is on and the Internet screen shows AndroidWifi.\nWIFI: on"
+NETWORK, INTERNET, WIFI = index_of("Network & internet"), index_of("Internet"), index_of("Wi-Fi")
+
+SCRIPTS = {
+    # Seed 004: bf16 and W4A16 "done in 4 steps".
+    "wifi-passes": [call("tap", index=NETWORK), call("tap", index=INTERNET), call("tap", index=WIFI),
+                    call("task_complete", answer=DONE)],
+    # W4A8: turns Wi-Fi on, then taps it off again. The last turn must never be asked for.
+    "wifi-self-undo": [call("tap", index=NETWORK), call("tap", index=INTERNET), call("tap", index=WIFI),
+                       call("tap", index=WIFI), call("task_complete", answer=DONE)],
+    # Says it is done, never calls a tool.
+    "wifi-no-tool": [content("I have turned on Wi-Fi for you.\nWIFI: on")],
+    # The reply stays empty (a <think> that never closed) until thinking is switched off.
+    "wifi-empty-retry": [empty_until_thinking_off(call("tap", index=NETWORK)), call("tap", index=INTERNET),
+                         call("tap", index=WIFI), call("task_complete", answer=DONE)],
+    # The exact unterminated call of the seed, on the Wi-Fi toggle screen, with empty tool_calls.
+    "wifi-unterminated": [call("tap", index=NETWORK), call("tap", index=INTERNET),
+                          content('[tap]\n{"tool": "tap", "parameters": {"index": {index_of:Wi-Fi}}'),
+                          call("task_complete", answer=DONE)],
+    # Wanders between two screens until the step budget (10) runs out.
+    "wifi-budget": [call("tap", index=NETWORK), call("back")] * 5 + [call("task_complete", answer=DONE)],
+    # A tap on a plain title changes nothing; a submenu and Back revisit a screen without being a self-undo.
+    "wifi-submenu-back": [call("tap", index=index_of("Settings")), call("tap", index=NETWORK), call("back"),
+                          call("tap", index=NETWORK), call("tap", index=INTERNET), call("back"),
+                          call("task_complete", answer="I did not change it.\nWIFI: off")],
+    "api-401": [http_error(401, "Invalid API key")],
+    # The SDK retries a 500 once (AGENTBENCH_OPENAI_MAX_RETRIES=1); no second loop of ours.
+    "api-500": [http_error(500, "scripted internal error")] * 2,
+    "api-timeout": [delayed(TIMEOUT_S + 4, content("too late"))] * 2,
+}
+UNREACHABLE = "api-unreachable"
+
+CONFTEST = '''
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def wifi_starts_off(agentbench_device):
+    # Wi-Fi is a global setting: the previous scenario may have left it on.
+    agentbench_device.adb.shell(agentbench_device.serial, ["settings", "put", "global", "wifi_on", "0"])
+'''
+
+
+@dataclass(frozen=True)
+class Session:
+    """A finished session: its output, JUnit cases, the fake's recorded requests."""
+
+    returncode: int
+    terminal: str
+    cases: dict[str, Case]
+    output: Path
+    project: Path
+    api: FakeOpenAI | None
+
+    def run_dir(self, name: str) -> Path:
+        return Path(self.cases[name].properties["agentbench_run_dir"])
+
+    def result(self, name: str) -> dict:
+        return json.loads((self.run_dir(name) / "result.json").read_text(encoding="utf-8"))
+
+    def transcript(self, name: str) -> Transcript:
+        return parse_file(self.run_dir(name) / "claude.jsonl")
+
+    def reports(self, name: str, kind: str) -> list:
+        return [report for report in self.transcript(name).reports if report.kind == kind]
+
+
+def _run(tmp: Path, adb: PrivateAdbServer, suites: list[str], *, base_url: str, api: FakeOpenAI | None) -> Session:
+    project = make_project(
+        tmp / "project",
+        {name: {"claude": {"model": name, "timeoutSeconds": 120}, "preflight": {"settleSeconds": 0.3}} for name in suites},
+        template="wifi-on",
+    )
+    (project / "conftest.py").write_text(CONFTEST, encoding="utf-8")
+    output, junit = tmp / "out", tmp / "r.xml"
+    env = session_env(
+        adb.port, tmp / "claims", COLUMNS="200",
+        AGENTBENCH_OPENAI_BASE_URL=base_url, AGENTBENCH_OPENAI_API_KEY=API_KEY,
+        AGENTBENCH_OPENAI_TIMEOUT_S=str(TIMEOUT_S), AGENTBENCH_OPENAI_MAX_RETRIES="1",
+        AGENTBENCH_OPENAI_PRICE_INPUT_PER_MTOK="1.5", AGENTBENCH_OPENAI_PRICE_OUTPUT_PER_MTOK="6",
+    )
+    done = run_session(project, ["benchmark/", "--device", "sim", "--claude", "agentbench-agent",
+                                 "--agentbench-output", str(output), f"--junitxml={junit}", "-v", "-rA"], env)
+    assert junit.exists(), done.stdout + done.stderr
+    return Session(done.returncode, done.stdout + done.stderr, junit_cases(junit), output, project, api)
+
+
+@pytest.fixture(scope="module")
+def adb_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrivateAdbServer]:
+    with start_private_adb_server(tmp_path_factory.mktemp("adb")) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def scenarios(adb_server: PrivateAdbServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
+    """Every scripted scenario in one session; the fake server is stopped afterwards."""
+    with FakeOpenAI(SCRIPTS) as api:
+        yield _run(tmp_path_factory.mktemp("model-agent"), adb_server, list(SCRIPTS), base_url=api.base_url, api=api)
+
+
+@pytest.fixture(scope="module")
+def unreachable(adb_server: PrivateAdbServer, tmp_path_factory: pytest.TempPathFactory) -> Session:
+    """A session whose endpoint is a loopback port nothing listens on."""
+    return _run(tmp_path_factory.mktemp("unreachable"), adb_server, [UNREACHABLE],
+                base_url=f"http://127.0.0.1:{free_port()}/v1", api=None)
+
+
+def _verdict(session: Session, name: str) -> tuple[str, str]:
+    case = session.cases[name]
+    return case.outcome, case.properties.get("agentbench_verdict", "?")
+
+
+# ----------------------------------------------------------------------------- the measured failures
+
+
+def test_turns_wifi_on_and_stops_passes_in_4_steps(scenarios: Session) -> None:
+    assert _verdict(scenarios, "wifi-passes") == ("passed", "passed"), scenarios.terminal[-3000:]
+    transcript = scenarios.transcript("wifi-passes")
+    assert transcript.result.num_turns == 4 and transcript.result.subtype == "success"
+    assert transcript.final_text == DONE
+    # Every device action is a real call of the built-in server's tools, counted as device use.
+    assert [call.name for call in transcript.tool_calls] == ["mcp__agentbench__observe"] + [
+        "mcp__agentbench__tapOn", "mcp__agentbench__observe"] * 3
+    assert [report.data["ending"] for report in transcript.reports if report.kind == "episode-end"] == ["task_complete"]
+    metrics = scenarios.result("wifi-passes")["metrics"]
+    assert (metrics["turns"], metrics["deviceAwareCalls"], metrics["recoveries"], metrics["stumbles"]) == (4, 7, 0, 0)
+    # Priced per Mtok from the environment: 4 requests of 1000 in + 20 out.
+    assert metrics["costUsd"] == pytest.approx(4 * (1000 * 1.5 + 20 * 6) / 1e6)
+    assert metrics["inputTokens"] == 4000 and metrics["outputTokens"] == 80
+
+
+def test_self_undo_is_reported_the_episode_stops_and_the_run_fails(scenarios: Session) -> None:
+    assert _verdict(scenarios, "wifi-self-undo") == ("failure", "failed")
+    (undo,) = scenarios.reports("wifi-self-undo", "self-undo")
+    assert undo.turn == 4 and "self-undo" in undo.message
+    assert len(scenarios.api.requests_for("wifi-self-undo")) == 4, "the episode went on after the self-undo"
+    result = scenarios.result("wifi-self-undo")
+    assert "screen check failed: expected 'AndroidWifi'" in " ".join(result["verdict"]["reasons"])
+    assert "agentbench-agent stopped the episode" in scenarios.transcript("wifi-self-undo").result.result
+
+
+def test_a_model_that_never_calls_a_tool_fails(scenarios: Session) -> None:
+    assert _verdict(scenarios, "wifi-no-tool") == ("failure", "failed")
+    transcript = scenarios.transcript("wifi-no-tool")
+    assert transcript.final_text == "I have turned on Wi-Fi for you.\nWIFI: on"
+    # Its answer line is right; the screen says otherwise.
+    checks = {check["kind"]: check["passed"] for check in scenarios.result("wifi-no-tool")["checks"]}
+    assert checks == {"device-use": True, "answer": True, "screen": False}
+    assert [r.data["ending"] for r in transcript.reports if r.kind == "episode-end"] == ["no_tool_call"]
+
+
+def test_empty_reply_is_retried_once_without_thinking_and_reported(scenarios: Session) -> None:
+    assert _verdict(scenarios, "wifi-empty-retry") == ("passed", "passed")
+    (retry,) = scenarios.reports("wifi-empty-retry", "retry")
+    assert retry.turn == 1 and retry.data["switch"] == {"chat_template_kwargs": {"enable_thinking": False}}
+    requests = scenarios.api.requests_for("wifi-empty-retry")
+    assert [thinking_disabled(body) for body in requests] == [False, True, False, False, False]
+    result = scenarios.result("wifi-empty-retry")
+    assert result["metrics"]["recoveries"] == 1
+    assert [s["kind"] for s in result["stumbles"]] == ["recovery"]
+
+
+def test_the_unterminated_call_is_recovered_and_reported_not_silently(scenarios: Session) -> None:
+    assert _verdict(scenarios, "wifi-unterminated") == ("passed", "passed")
+    (recovery,) = scenarios.reports("wifi-unterminated", "recovery")
+    assert recovery.turn == 3 and recovery.data["format"] == "unterminated-json"
+    assert recovery.data["raw"].startswith('[tap]\n{"tool": "tap"')
+    result = scenarios.result("wifi-unterminated")
+    assert result["metrics"]["recoveries"] == 1
+    (stumble,) = result["stumbles"]
+    assert stumble["kind"] == "recovery" and stumble["tool"] == "tap"
+    # A run that needed a repair is not a clean pass: it writes no baseline.
+    assert not result["snippet"]["written"]
+
+
+def test_exhausted_step_budget_is_incomplete(scenarios: Session) -> None:
+    case = scenarios.cases["wifi-budget"]
+    assert _verdict(scenarios, "wifi-budget") == ("skipped", "incomplete")
+    assert "the run ended in error_max_turns: Reached maximum number of turns (10)" in case.message
+    assert len(scenarios.api.requests_for("wifi-budget")) == 10
+    assert not scenarios.reports("wifi-budget", "self-undo")
+
+
+def test_submenu_then_back_is_no_self_undo_and_no_change_is_told(scenarios: Session) -> None:
+    assert _verdict(scenarios, "wifi-submenu-back") == ("failure", "failed")
+    assert not scenarios.reports("wifi-submenu-back", "self-undo")
+    (no_change,) = scenarios.reports("wifi-submenu-back", "no-change")
+    assert no_change.turn == 1
+    requests = scenarios.api.requests_for("wifi-submenu-back")
+    told = requests[1]["messages"][-1]
+    assert told["role"] == "tool" and told["content"].endswith("the screen did not change")
+    assert [r.data["ending"] for r in scenarios.transcript("wifi-submenu-back").reports if r.kind == "episode-end"] == ["task_complete"]
+
+
+# ----------------------------------------------------------------------------- endpoint failures
+
+
+@pytest.mark.parametrize(
+    ("suite", "expected", "requests"),
+    [
+        ("api-401", "the run ended in an API error (HTTP 401): API Error: 401 Invalid API key", 1),
+        ("api-500", "the run ended in an API error (HTTP 500): API Error: 500 scripted internal error", 2),
+        ("api-timeout", "the run ended in an API error: API Error: Request timed out", 2),
+    ],
+    ids=["401", "500-retried-once-by-the-sdk", "timeout"],
+)
+def test_endpoint_failures_are_incomplete_with_status_or_cause(scenarios: Session, suite: str, expected: str, requests: int) -> None:
+    case = scenarios.cases[suite]
+    assert _verdict(scenarios, suite) == ("skipped", "incomplete")
+    assert expected in case.message, case.message
+    assert len(scenarios.api.requests_for(suite)) == requests
+
+
+def test_unreachable_endpoint_is_incomplete_with_the_cause(unreachable: Session) -> None:
+    case = unreachable.cases[UNREACHABLE]
+    assert _verdict(unreachable, UNREACHABLE) == ("skipped", "incomplete")
+    assert "API Error: Connection error: could not reach http://127.0.0.1:" in case.message, case.message
+    result = unreachable.transcript(UNREACHABLE).result
+    assert result.is_error and result.api_error_status is None
+
+
+# ----------------------------------------------------------------------------- the stream as Claude's
+
+
+def test_every_stream_parses_with_zero_unparseable_lines(scenarios: Session) -> None:
+    for name in SCRIPTS:
+        transcript = scenarios.transcript(name)
+        assert transcript.unparseable == (), (name, transcript.unparseable[:2])
+        assert transcript.init.claude_code_version.endswith("-agentbench-agent")
+        assert transcript.init.mcp_servers[0].status == "connected"
+        assert transcript.result is not None
+
+
+def test_re_render_from_result_gives_the_same_verdicts(scenarios: Session, tmp_path: Path) -> None:
+    env = session_env(0, tmp_path / "claims")
+    env.pop("ANDROID_ADB_SERVER_PORT")
+    args = [arg for name in SCRIPTS for arg in ("--agentbench-from-result", str(scenarios.run_dir(name)))]
+    junit = tmp_path / "rerender.xml"
+    done = run_session(scenarios.project, [*args, f"--junitxml={junit}"], env)
+    rerendered = {case.name.split("[")[0]: case.properties.get("agentbench_verdict") for case in junit_cases(junit).values()}
+    assert rerendered == {name: scenarios.cases[name].properties["agentbench_verdict"] for name in SCRIPTS}, done.stdout[-3000:]
+
+
+def test_the_api_key_is_in_no_artifact_but_was_sent(scenarios: Session, unreachable: Session) -> None:
+    files = [path for session in (scenarios, unreachable) for path in session.output.rglob("*") if path.is_file()]
+    assert len(files) > 50
+    leaks = [str(path) for path in files if API_KEY.encode() in path.read_bytes()]
+    leaks += [f"terminal of {session.project}" for session in (scenarios, unreachable) if API_KEY in session.terminal]
+    assert not leaks
+    assert all(headers.get("authorization") == f"Bearer {API_KEY}" for headers in scenarios.api.headers)
+    components = scenarios.result("wifi-passes")["fingerprints"]["serverBuildComponents"]
+    assert re.fullmatch(r"http://127\.0\.0\.1:\d+ path=sha256:[0-9a-f]{16}", components["provider.url.AGENTBENCH_OPENAI_BASE_URL"])
+    assert "AGENTBENCH_OPENAI_API_KEY" in components["provider.credential"]
+    command = json.loads((scenarios.run_dir("wifi-passes") / "claude-command.json").read_text(encoding="utf-8"))
+    assert command["argv"][0] == "agentbench-agent"
+
+
+# ----------------------------------------------------------------------------- agentbench-episode
+
+
+@pytest.mark.parametrize(
+    ("script", "status", "ending"),
+    [
+        ([call("tap", index=index_of("Settings")), call("tap", index=NETWORK), call("tap", index=INTERNET),
+          call("tap", index=WIFI), call("task_complete", answer=DONE)], 0, "task_complete"),
+        ([content("Wi-Fi is on now.")], 1, "no_tool_call"),
+    ],
+    ids=["task-complete-exit-0", "no-task-complete-exit-1"],
+)
+def test_episode_cli_prints_the_steps_and_exits_by_task_complete(
+    adb_server: PrivateAdbServer, tmp_path: Path, script: list, status: int, ending: str,
+) -> None:
+    import subprocess
+
+    with FakeOpenAI({"episode-model": script}) as api:
+        env = adb_server.env(session_env(adb_server.port, tmp_path / "claims"))
+        env.update(AGENTBENCH_OPENAI_BASE_URL=api.base_url, AGENTBENCH_OPENAI_API_KEY=API_KEY)
+        stream = tmp_path / "episode.jsonl"
+        done = subprocess.run(
+            ["agentbench-episode", "--task", "Turn on Wi-Fi.", "--device", "sim", "--model", "episode-model",
+             "--stream", str(stream)],
+            env=env, capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL, start_new_session=True,
+        )
+    assert done.returncode == status, done.stdout + done.stderr
+    assert f"outcome: {ending}" in done.stdout
+    if status == 0:
+        steps = re.findall(r"^step (\d+): (\d+) chars observed; (tap\(index=\d+\)) -> tapped ", done.stdout, re.MULTILINE)
+        assert [int(number) for number, _, _ in steps] == [1, 2, 3, 4], done.stdout
+        assert "task_complete called" in done.stdout and "step 5: task_complete -> " in done.stdout
+    else:
+        assert "task_complete NOT called" in done.stdout
+    assert parse_file(stream).unparseable == ()
+    assert API_KEY not in done.stdout + done.stderr + stream.read_text(encoding="utf-8")
