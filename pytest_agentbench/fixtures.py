@@ -16,8 +16,8 @@ import pytest
 from pytest_agentbench.device.adb import Adb, AdbEndpoint
 from pytest_agentbench.device.pool import ClaimedDevice, DevicePool, ensure_server, share_of
 from pytest_agentbench.device.selection import check_no_ios_devices, choose_devices, parse_device_option
-from pytest_agentbench.run.artifacts import PrivateDaemon, new_run_dir
 from pytest_agentbench.run import shutdown
+from pytest_agentbench.run.artifacts import PrivateDaemon, new_run_dir
 from pytest_agentbench.run.preflight import PreflightResult, run_preflight
 from pytest_agentbench.session import session_key
 from pytest_agentbench.suite import AppSpec, PreflightSpec, Suite, app_spec, preflight_spec

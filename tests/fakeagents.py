@@ -104,11 +104,17 @@ say(PARAMS["final"])
 result(PARAMS["final"], subtype=PARAMS.get("subtype", "error_max_budget_usd"), is_error=True)
 """,
     # Writes a marker (its pid, its group, a child's pid) and sleeps forever. The child stays in
-    # the agent's process group and ignores SIGTERM, as a stuck MCP server might.
+    # the agent's process group and ignores SIGTERM, as a stuck MCP server might; the marker is
+    # written only once the child ignores it (under load it might not yet, and die of SIGTERM).
     "hang": """
-child = subprocess.Popen([sys.executable, "-c",
-    "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(3600)"])
 init()
+ready = PARAMS["marker"] + ".child-ready"
+child = subprocess.Popen([sys.executable, "-c",
+    "import signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); open(sys.argv[1], 'w').close(); time.sleep(3600)",
+    ready])
+deadline = time.monotonic() + 120
+while not os.path.exists(ready) and time.monotonic() < deadline:
+    time.sleep(0.01)
 mark(PARAMS["marker"], pid=os.getpid(), pgid=os.getpgrp(), child=child.pid)
 while True:
     time.sleep(1)

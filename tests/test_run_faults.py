@@ -91,7 +91,7 @@ def hung_and_killed(adb_server: PrivateAdbServer, tmp_path_factory: pytest.TempP
     project = make_project(tmp / "project", {
         "agent-hangs": {**FAST, "claude": {"timeoutSeconds": 3}},
         "agent-killed": FAST,
-        "agent-silent": {**FAST, "claude": {"idleTimeoutSeconds": 2}},
+        "agent-silent": {**FAST, "claude": {"idleTimeoutSeconds": 5}},
         "agent-lingers": FAST,
     })
     agent = write_dispatcher(tmp / "agent", {
@@ -112,7 +112,7 @@ def hung_and_killed(adb_server: PrivateAdbServer, tmp_path_factory: pytest.TempP
     [
         ("agent-hangs", "incomplete: the agent timed out after claude.timeoutSeconds=3s"),
         ("agent-killed", "incomplete: the agent was killed by SIGKILL"),
-        ("agent-silent", "incomplete: no output for 2 s (claude.idleTimeoutSeconds)"),
+        ("agent-silent", "incomplete: no output for 5 s (claude.idleTimeoutSeconds)"),
     ],
     ids=["hang-times-out", "killed-by-signal", "silent-past-idle-timeout"],
 )
@@ -126,7 +126,7 @@ def test_hung_or_killed_agent_is_incomplete(hung_and_killed: dict, suite: str, r
 def test_silent_agent_is_ended_at_the_idle_timeout_not_the_timeout(hung_and_killed: dict) -> None:
     result = _result(hung_and_killed["cases"]["agent-silent"])
     process = result["auditInputs"]["process"]
-    assert process["stoppedBecause"] == "no output for 2 s (claude.idleTimeoutSeconds)"
+    assert process["stoppedBecause"] == "no output for 5 s (claude.idleTimeoutSeconds)"
     assert not process["timedOut"]
     # Bounded by the suite's default timeoutSeconds (900) otherwise; a hang detector, not a timing test.
     assert process["wallClockSeconds"] < 120, process
@@ -262,6 +262,9 @@ def test_sigterm_or_sighup_mid_run_stops_the_agent_and_what_the_session_started(
         out, err = session.finish()
     finally:
         session.cleanup()
+        deadline = time.monotonic() + 10
+        while adb.server_running() and time.monotonic() < deadline:
+            time.sleep(0.1)
         stopped_adb = not adb.server_running()
         if not stopped_adb:
             adb.kill_server(timeout_s=10)

@@ -138,11 +138,13 @@ class StreamRecorder:
 
     def _copy(self, out: IO[bytes], timing: IO[str] | None) -> None:
         arrived = 0.0
+        # poll, not select: a long session's descriptors can be numbered past select's 1024.
+        poller = select.poll()
+        poller.register(self._fd, select.POLLIN | select.POLLHUP | select.POLLERR)
         while True:
             if self._stop_at is not None and self._clock() > self._stop_at:
                 break
-            ready, _, _ = select.select([self._fd], [], [], 0.1)
-            if not ready:
+            if not poller.poll(100):
                 continue
             data = os.read(self._fd, _CHUNK)
             if not data:

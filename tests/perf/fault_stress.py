@@ -56,6 +56,14 @@ def one_round(index: int, args: list[str], logs: Path) -> tuple[bool, float, str
             status = proc.wait(timeout=ROUND_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             status = None
+        except KeyboardInterrupt:
+            # Ctrl+C here: let the round's pytest stop its own sessions and agents first (a
+            # SIGKILL now would orphan them), then make sure.
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGINT)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=120)
+            raise
         finally:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
