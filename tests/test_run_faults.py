@@ -299,6 +299,10 @@ def test_a_second_ctrl_c_ends_at_once(adb_server: PrivateAdbServer, tmp_path: Pa
     assert session.proc.returncode == 2, out[-3000:] + err[-2000:]
     assert "a second signal (SIGINT): killed 1 agent process group(s), exiting now" in err, err[-3000:]
     assert took < DEFAULT_GRACE_SECONDS - 1, f"the second Ctrl+C took {took:.1f}s"
+    # SIGKILL takes effect asynchronously: a loaded machine may still be tearing the child down.
+    deadline = time.monotonic() + 10
+    while processes_in_group(started["pgid"]) and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert processes_in_group(started["pgid"]) == []
     assert not pid_alive(started["child"])
     assert _claim_files(claims) == []

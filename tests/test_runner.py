@@ -304,3 +304,14 @@ def test_kill_all_groups_kills_every_live_agent_group(tmp_path):
     finally:
         runner.kill_all_groups()
         thread.join(30)
+
+
+def test_wait_until_gone_waits_for_killed_groups_and_gives_up_on_live_ones():
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True)
+    try:
+        assert not runner.wait_until_gone([proc.pid], 0.2)
+        os.killpg(proc.pid, signal.SIGKILL)
+        assert runner.wait_until_gone([proc.pid], 10)
+    finally:
+        proc.kill()
+        proc.wait()

@@ -145,6 +145,20 @@ def kill_all_groups() -> list[int]:
     return list(groups)
 
 
+def wait_until_gone(groups: Sequence[int], timeout_s: float) -> bool:
+    """Wait up to `timeout_s` for killed groups to have no live member (death is asynchronous).
+
+    Returns:
+        True when every group is gone.
+    """
+    deadline = time.monotonic() + timeout_s
+    while any(_group_alive(pgid) for pgid in groups):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
 def live_groups() -> frozenset[int]:
     """The agent process groups started and not yet stopped."""
     with _live_lock:

@@ -23,13 +23,16 @@ import threading
 from collections.abc import Callable
 from types import FrameType
 
-from pytest_agentbench.run.runner import kill_all_groups
+from pytest_agentbench.run.runner import kill_all_groups, wait_until_gone
 from pytest_agentbench.run.stream import block_main_thread_signals
 
 #: Once the first signal arrived, the process is ended by force if it still runs this long after.
 SHUTDOWN_DEADLINE_S = 60.0
 #: The exit status of an interrupted session (pytest's ExitCode.INTERRUPTED), forced or not.
 EXIT_STATUS = 2
+#: A forced exit waits this long for the killed groups to be gone (SIGKILL takes effect
+#: asynchronously), so nothing of ours is left when the process has exited.
+KILLED_GROUPS_WAIT_S = 1.0
 
 _HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -152,6 +155,8 @@ def force_exit(why: str) -> None:
     for callback in list(_guard.callbacks.values()):
         with contextlib.suppress(BaseException):
             callback()
+    with contextlib.suppress(BaseException):
+        wait_until_gone(killed, KILLED_GROUPS_WAIT_S)
     note = f"agentbench: {why}: killed {len(killed)} agent process group(s), exiting now\n"
     with contextlib.suppress(OSError):
         os.write(2 if _guard.stderr_fd is None else _guard.stderr_fd, note.encode())
