@@ -69,5 +69,9 @@ class VerdictFailed(AgentbenchError):
         super().__init__(message)
 
 
+class ProveFailed(AgentbenchError):
+    """An --agentbench-prove scenario did not prove what it must (a check passes on the fresh state, ...)."""
+
+
 class SavedRunError(AgentbenchError):
     """A saved run cannot be re-rendered: its result.json or suite is missing or unreadable."""

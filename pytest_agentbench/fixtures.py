@@ -6,6 +6,7 @@ directories in `run/artifacts.py`, preflight in `run/preflight.py`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from collections.abc import Callable, Iterator
@@ -13,14 +14,20 @@ from pathlib import Path
 
 import pytest
 
+from pytest_agentbench.checks import suite_checks
 from pytest_agentbench.device.adb import Adb, AdbEndpoint
-from pytest_agentbench.device.pool import ClaimedDevice, DevicePool, ensure_server, share_of
-from pytest_agentbench.device.selection import check_no_ios_devices, choose_devices, parse_device_option
+from pytest_agentbench.device.claimlog import CLAIM_LOG_NAME
+from pytest_agentbench.device.pool import ClaimedDevice, DevicePool, candidates_for, ensure_server, share_of
+from pytest_agentbench.device.selection import DeviceEntry, check_no_ios_devices, parse_device_entries, parse_device_option
 from pytest_agentbench.run import shutdown
 from pytest_agentbench.run.artifacts import PrivateDaemon, new_run_dir
 from pytest_agentbench.run.preflight import PreflightResult, run_preflight
 from pytest_agentbench.session import session_key
 from pytest_agentbench.suite import AppSpec, PreflightSpec, Suite, app_spec, preflight_spec
+from pytest_agentbench.warm.launch import SOCKET_VARIABLE
+
+#: The warm-start server's log under the artifact root: each program it ran, its exit and CPU.
+WARM_LOG_NAME = "warm-starts.log"
 
 
 def _worker_share(count: int, config: pytest.Config) -> int:
@@ -36,21 +43,27 @@ def _worker_share(count: int, config: pytest.Config) -> int:
 def agentbench_devices(request: pytest.FixtureRequest) -> Iterator[DevicePool]:
     """The session's device pool; with `--device sim[:N]` it starts (and later stops) simulated phones."""
     session = request.config.stash[session_key]
-    sim_count, named = parse_device_option(session.options.device)
+    sim_count, entries = parse_device_entries(session.options.device)
     adb = Adb(AdbEndpoint.from_environ())
-    started_server = ensure_server(adb)
+    # Only a session that uses its own adb server may start one (devices all named on other servers need none).
+    uses_own_server = bool(sim_count) or not entries or any(entry.endpoint is None for entry in entries)
+    started_server = ensure_server(adb) if uses_own_server else False
     # A forced exit (a second Ctrl+C) skips this teardown; the adb server we started goes anyway.
     forced = shutdown.on_force_exit(lambda: adb.kill_server(timeout_s=2)) if started_server else None
     fleet = None
     try:
-        if sim_count:
-            from pytest_agentbench.sim.fleet import SimFleet
+        with warm_starts(request.config):
+            if sim_count:
+                from pytest_agentbench.sim.fleet import SimFleet
 
-            fleet = SimFleet(count=_worker_share(sim_count, request.config), adb=adb)
-            named = tuple(fleet.serials)
-        check_no_ios_devices()
-        candidates = choose_devices(adb.devices(), named=named, pinnable=session.profile.pinnable)
-        yield DevicePool(adb=adb, candidates=candidates, pinnable=session.profile.pinnable, fleet=fleet)
+                fleet = SimFleet(count=_worker_share(sim_count, request.config), adb=adb)
+                entries = tuple(DeviceEntry(serial) for serial in fleet.serials)
+            check_no_ios_devices()
+            candidates = candidates_for(adb, entries, pinnable=session.profile.pinnable)
+            yield DevicePool(
+                adb=adb, candidates=candidates, pinnable=session.profile.pinnable, fleet=fleet,
+                claim_log=session.options.output / CLAIM_LOG_NAME,
+            )
     finally:
         if fleet is not None:
             fleet.stop()
@@ -68,9 +81,9 @@ def _distributes(config: pytest.Config) -> bool:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
+    config = session.config
     # Under xdist every worker would race to start (and later kill) a shared adb server; the
     # controller owns it instead, so no worker stops it under a sibling's feet.
-    config = session.config
     options = config.stash[session_key].options
     if not _distributes(config) or options.dry_run or not parse_device_option(options.device)[0]:
         return
@@ -85,10 +98,41 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         adb.kill_server()
 
 
+@contextlib.contextmanager
+def warm_starts(config: pytest.Config) -> Iterator[None]:
+    """The warm-start server for this process's runs, while they run (see pytest_agentbench.warm).
+
+    Started with the device pool, so only a session that runs something pays for it (one per
+    xdist worker), and only when a run starts our Python programs: the built-in MCP server or
+    the replay agent. The agent inherits the variable from this process's environment, and the
+    agent's MCP server from the agent. Off with the ini option `agentbench_warm_start = false`.
+    """
+    session = config.stash[session_key]
+    options = session.options
+    uses_ours = session.profile.name == "agentbench" or Path(options.claude).name == "agentbench-replay"
+    if not options.warm_start or not uses_ours:
+        yield
+        return
+    from pytest_agentbench.warm.forkserver import start_fork_server
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    warm = start_fork_server(log_path=options.output / (f"warm-starts-{worker}.log" if worker else WARM_LOG_NAME))
+    previous = os.environ.get(SOCKET_VARIABLE)
+    os.environ[SOCKET_VARIABLE] = str(warm.socket_path)
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(SOCKET_VARIABLE, None)
+        else:
+            os.environ[SOCKET_VARIABLE] = previous
+        warm.stop()
+
+
 @pytest.fixture
-def agentbench_device(agentbench_devices: DevicePool) -> Iterator[ClaimedDevice]:
+def agentbench_device(request: pytest.FixtureRequest, agentbench_devices: DevicePool) -> Iterator[ClaimedDevice]:
     """A device for this test: ownership checked, benchmark lock held, allocation claim held."""
-    with agentbench_devices.claim() as device:
+    with agentbench_devices.claim(holder=request.node.nodeid) as device:
         # Claim files are released by a forced exit too (a dead owner's claim is stale anyway).
         forced = shutdown.on_force_exit(device.release)
         try:
@@ -127,7 +171,8 @@ def agentbench_preflight(agentbench_device: ClaimedDevice, agentbench_run_dir: P
     Preflight puts the claimed device and app into the start state and writes `preflight.log`
     and `preflight/` into the run directory (`run_dir=` puts a later attempt elsewhere). The
     dict forms take the suite's YAML keys (`packageName`, `sharedPreferences`, ...); a dict's
-    `apkPath` is relative to the current directory.
+    `apkPath` is relative to the current directory. Given a suite with device checks or cleanup
+    steps, preflight ends with their before-snapshot (`PreflightResult.device_before`).
     """
 
     def prepare(
@@ -137,8 +182,10 @@ def agentbench_preflight(agentbench_device: ClaimedDevice, agentbench_run_dir: P
         preflight: PreflightSpec | dict | None = None,
         run_dir: Path | None = None,
     ) -> PreflightResult:
+        reads = ()
         if suite is not None:
             app, preflight = suite.app, suite.preflight
+            reads = suite_checks(suite.verify.device, suite.cleanup).before_reads()
         if app is None:
             raise TypeError("agentbench_preflight needs a suite or app=...")
         app_given = app if isinstance(app, AppSpec) else app_spec(app, Path.cwd())
@@ -148,7 +195,7 @@ def agentbench_preflight(agentbench_device: ClaimedDevice, agentbench_run_dir: P
             agentbench_device.take_back()
         result = run_preflight(
             agentbench_device.adb, agentbench_device.serial, app=app_given, preflight=preflight_given,
-            run_dir=run_dir or agentbench_run_dir,
+            run_dir=run_dir or agentbench_run_dir, device_reads=reads,
         )
         agentbench_device.fingerprint = dict(result.device_fingerprint)
         return result

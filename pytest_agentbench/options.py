@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_agentbench.device.selection import parse_device_option
+from pytest_agentbench.suite.params import DEFAULT_SEED, parse_seed
 
 DEFAULT_OUTPUT = "scratch/agent-benchmarks"
 DEFAULT_CLAUDE = "claude"
@@ -16,6 +17,10 @@ DEFAULT_SERVER = "agentbench"
 DEFAULT_SUITE_DIRS = ("suites",)
 
 # Help texts start with a capital letter and, when a single phrase, end without a period.
+
+
+#: The most runs `--agentbench-repeat` makes of one suite (a typo such as 1000 would tie up the phones for days).
+MAX_REPEAT = 1000
 
 
 #: Attempts `--agentbench-record-baseline` allows for a clean pass ("allow up to three", the seed).
@@ -48,6 +53,20 @@ def _device_option(value: str) -> str:
     return value
 
 
+def _repeat_option(value: str) -> int:
+    text = value.strip()
+    if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= MAX_REPEAT:
+        raise argparse.ArgumentTypeError(f"Invalid repeat count {value!r}: expected a whole number from 1 to {MAX_REPEAT}")
+    return int(text)
+
+
+def _seed_option(value: str) -> int:
+    try:
+        return parse_seed(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"Invalid seed {value!r}: {exc}") from None
+
+
 def add_options(parser: pytest.Parser) -> None:
     """Register the plugin's options and ini settings in one ``agentbench`` group.
 
@@ -57,7 +76,7 @@ def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("agentbench", "agent benchmarks on Android devices (pytest-agentbench)")
     group.addoption(
         "--device", dest="agentbench_device", metavar="SERIAL", type=_device_option, default=None,
-        help="Device to benchmark on: an adb serial, or sim / sim:N for simulated phones",
+        help="Device(s) to benchmark on: SERIAL, HOST:PORT/SERIAL on another adb server, comma-separated lists, or sim / sim:N for simulated phones",
     )
     group.addoption(
         "--model", dest="agentbench_model", metavar="MODEL", type=_non_empty("model"), default=None,
@@ -84,6 +103,22 @@ def add_options(parser: pytest.Parser) -> None:
         help="Write the session's full results (every run's result.json) as one JSON document",
     )
     group.addoption(
+        "--agentbench-repeat", dest="agentbench_repeat", metavar="N", type=_repeat_option, default=1,
+        help="Run every suite N times (items suite[r1] ... suite[rN]) and report pass rates with intervals. Default: 1",
+    )
+    group.addoption(
+        "--agentbench-seed", dest="agentbench_seed", metavar="S", type=_seed_option, default=DEFAULT_SEED,
+        help=f"Seed for suites' params: the same seed gives the same task instances on every machine. Default: {DEFAULT_SEED}",
+    )
+    group.addoption(
+        "--agentbench-compare", dest="agentbench_compare", metavar="PATH", default=None,
+        help="Compare this session with an earlier --agentbench-json document: pass rates, their difference, an exact test",
+    )
+    group.addoption(
+        "--agentbench-html", dest="agentbench_html", metavar="PATH", default=None,
+        help="Write the session's HTML report (one self-contained page, screenshots per call) to PATH",
+    )
+    group.addoption(
         "--agentbench-from-result", dest="agentbench_from_result", metavar="RUN", action="append", default=[],
         help="Re-render an earlier run (its directory or result.json) without running the agent (repeatable)",
     )
@@ -95,6 +130,10 @@ def add_options(parser: pytest.Parser) -> None:
         "--agentbench-update-suites", dest="agentbench_update_suites", action="store_true", default=False,
         help="With --agentbench-record-baseline: also write the recorded baseline into the suite file, keeping its comments",
     )
+    group.addoption(
+        "--agentbench-prove", dest="agentbench_prove", action="store_true", default=False,
+        help="Prove every suite's checks with its prove: scenarios (pass, fail, fresh state) and no agent",
+    )
     parser.addini("agentbench_output", help="Artifact root for run directories, relative to the rootdir", default=DEFAULT_OUTPUT)
     parser.addini(
         "agentbench_suite_dirs", type="args", default=list(DEFAULT_SUITE_DIRS),
@@ -102,7 +141,11 @@ def add_options(parser: pytest.Parser) -> None:
     )
     parser.addini(
         "agentbench_server", default=DEFAULT_SERVER,
-        help="MCP server profile the agent gets: agentbench, auto-mobile or mobile-mcp",
+        help="MCP server profile the agent gets: agentbench, auto-mobile, mobile-mcp or adb-shell",
+    )
+    parser.addini(
+        "agentbench_warm_start", type="bool", default=True,
+        help="Start the built-in MCP server and the replay agent from a pre-imported interpreter (saves their start-up CPU)",
     )
     parser.addini(
         "agentbench_automobile_dir", default="",
@@ -127,6 +170,17 @@ class AgentbenchOptions:
     from_results: tuple[Path, ...] = ()
     record_baseline: bool = False
     update_suites: bool = False
+    warm_start: bool = True
+    repeat: int = 1
+    seed: int = DEFAULT_SEED
+    compare_path: Path | None = None
+    html_path: Path | None = None
+    prove: bool = False
+
+    @property
+    def screenshots(self) -> bool:
+        """Whether the MCP server saves a screenshot after each device call: only for the HTML report."""
+        return self.html_path is not None
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> AgentbenchOptions:
@@ -148,6 +202,7 @@ class AgentbenchOptions:
         automobile_dir = config.getini("agentbench_automobile_dir")
         invocation_dir = Path(config.invocation_params.dir)
         json_path = config.getoption("agentbench_json")
+        html_path = config.getoption("agentbench_html")
         record_baseline = bool(config.getoption("agentbench_record_baseline"))
         update_suites = bool(config.getoption("agentbench_update_suites"))
         dry_run = bool(config.getoption("agentbench_dry_run"))
@@ -155,6 +210,16 @@ class AgentbenchOptions:
             raise pytest.UsageError("--agentbench-dry-run runs nothing: it cannot be combined with --agentbench-record-baseline or --agentbench-from-result")
         if update_suites and not record_baseline:
             raise pytest.UsageError("--agentbench-update-suites only works with --agentbench-record-baseline")
+        repeat = int(config.getoption("agentbench_repeat") or 1)
+        if repeat > 1 and record_baseline:
+            raise pytest.UsageError("--agentbench-repeat records no baseline: run --agentbench-record-baseline without it")
+        if repeat > 1 and config.getoption("agentbench_from_result"):
+            raise pytest.UsageError("--agentbench-repeat runs suites; --agentbench-from-result re-renders saved runs: use one of them")
+        compare = config.getoption("agentbench_compare")
+        prove = bool(config.getoption("agentbench_prove"))
+        if prove and (dry_run or record_baseline or config.getoption("agentbench_from_result") or repeat > 1):
+            raise pytest.UsageError("--agentbench-prove drives the device without an agent: it cannot be combined with "
+                                    "--agentbench-dry-run, --agentbench-record-baseline, --agentbench-from-result or --agentbench-repeat")
         return cls(
             device=config.getoption("agentbench_device"),
             model=config.getoption("agentbench_model"),
@@ -169,4 +234,10 @@ class AgentbenchOptions:
             from_results=tuple((invocation_dir / p).absolute() for p in config.getoption("agentbench_from_result") or ()),
             record_baseline=record_baseline,
             update_suites=update_suites,
+            warm_start=bool(config.getini("agentbench_warm_start")),
+            repeat=repeat,
+            seed=int(config.getoption("agentbench_seed")),
+            compare_path=(invocation_dir / compare).absolute() if compare else None,
+            prove=prove,
+            html_path=(invocation_dir / html_path).absolute() if html_path else None,
         )

@@ -70,7 +70,7 @@ def run_suite_item(item: SuiteItem) -> None:
         run = measure_run(
             suite=item.suite, device=device, run_dir=run_dir, daemon=daemon,
             preflight=item.funcargs["agentbench_preflight"], options=options, profile=session.profile,
-            cache=session_cache(item.config), environ=dict(os.environ), project_root=item.config.rootpath,
+            cache=session_cache(item.config), environ=device.environ(os.environ), project_root=item.config.rootpath,
             nodeid=item.nodeid, progress=live_progress(item),
         )
         result, transcript = conclude(item.config, run, result_path=RunArtifacts(run_dir).result)
@@ -127,7 +127,8 @@ def conclude(config: pytest.Config, run: Run, *, result_path: Path, saved: dict[
         server_build_components=run.server_build_components, baseline=suite.baseline,
         baseline_tool_sequence=suite.baseline_tool_sequence, snippet_path=snippet_path,
         snippet_blockers=blockers, audit_inputs=audit_inputs(run),
-        preflight_round_trips=run.preflight_round_trips, environ=environ, timing=timing,
+        preflight_round_trips=run.preflight_round_trips, environ=environ, cleanup=run.cleanup, timing=timing,
+        instance=suite.instance.to_json() if suite.instance is not None else None,
     )
     if saved is not None:
         result["rerendered"] = {"scoringCode": scoring_code_digest(), "verdictWhenRecorded": saved.get("verdict")}
@@ -143,7 +144,8 @@ def _fingerprints(session: Any, run: Run, transcript: Transcript) -> dict[str, A
     )
     return {
         "appBuild": dict(run.app_build),
-        "suiteDigest": suite_digest(run.suite.raw, prompt_text=run.suite.prompt_text, model_override=session.options.model),
+        # The declaration, not the instance's values: seeded instances of a suite share one digest.
+        "suiteDigest": suite_digest(run.suite.declared.raw, prompt_text=run.suite.declared.prompt_text, model_override=session.options.model),
         "deviceFingerprint": dict(run.device_fingerprint),
         "claudeCodeVersion": cli_version,
         "serverBuild": run.server_build or UNKNOWN,
@@ -197,6 +199,14 @@ def publish_outcome(item: pytest.Item, result: dict[str, Any], transcript: Trans
     for name in PROPERTY_METRICS:
         if metrics.get(name) is not None:
             item.user_properties.append((f"agentbench_{name}", str(metrics[name])))
+    for check in result.get("checks") or []:
+        # Device checks reach JUnit one property each: pass or fail, what was expected, what was seen.
+        if check.get("kind") not in ("answer", "screen", "device-use", "no-shell") and check.get("name"):
+            state = "passed" if check.get("passed") else "failed"
+            item.user_properties.append((f"agentbench_check_{check['name']}",
+                                         f"{state}: expected {check.get('expected')}; seen {check.get('seen')}"))
+    for left in (result.get("cleanup") or {}).get("left") or []:
+        item.user_properties.append(("agentbench_cleanup_left", left))
     path = result_path or Path(result["runDirectory"]) / "result.json"
     item.user_properties.append((RESULT_PROPERTY, str(path)))
     text = render_text_report(result, current_scoring_code=scoring_code_digest())

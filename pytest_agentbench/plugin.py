@@ -10,14 +10,16 @@ from typing import Any
 import pytest
 from _pytest.fixtures import TopRequest
 
+from pytest_agentbench import htmlreport
 from pytest_agentbench.errors import AgentbenchError, SuiteError
 from pytest_agentbench.options import add_options, attempts_for
 from pytest_agentbench.progress import PLUGIN_NAME as PROGRESS_PLUGIN_NAME
 from pytest_agentbench.progress import ProgressReporter
 from pytest_agentbench.run import shutdown
 from pytest_agentbench.run.dryrun import SECTION as DRY_RUN_SECTION
-from pytest_agentbench.session import AgentbenchSession, session_key
+from pytest_agentbench.session import INSTANCE_PROPERTY, SUITE_PROPERTY, AgentbenchSession, session_key
 from pytest_agentbench.suite import Suite, load_suite
+from pytest_agentbench.suite.instance import instantiate, item_name
 
 SESSION_PLUGIN_NAME = "agentbench-session"
 FIXTURES_PLUGIN = "pytest_agentbench.fixtures"
@@ -36,6 +38,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(ProgressReporter(config), PROGRESS_PLUGIN_NAME)
     # SIGTERM and SIGHUP stop the agent and the session's processes as Ctrl+C does.
     shutdown.install()
+    htmlreport.register(config)
     if not config.pluginmanager.has_plugin(FIXTURES_PLUGIN):
         config.pluginmanager.import_plugin(FIXTURES_PLUGIN)
 
@@ -55,6 +58,7 @@ def pytest_collection(session: pytest.Session) -> bool | None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    htmlreport.unregister(config)
     session = config.stash.get(session_key, None)
     if session is not None and config.pluginmanager.is_registered(session):
         config.pluginmanager.unregister(session)
@@ -71,17 +75,36 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> SuiteFile 
 
 
 class SuiteFile(pytest.File):
-    """A suite YAML file; collecting it validates the suite and yields its one item."""
+    """A suite YAML file; collecting it validates the suite and yields one item per run (`--agentbench-repeat`)."""
 
-    def collect(self) -> Iterator[SuiteItem]:
+    def collect(self) -> Iterator[pytest.Item]:
         suite = load_suite(self.path, self.config.rootpath)
-        yield SuiteItem.from_parent(self, name=suite.name, suite=suite)
+        options = self.config.stash[session_key].options
+        if options.prove:
+            # --agentbench-prove: the suite's proof items replace its run items (one instance).
+            from pytest_agentbench.prove import prove_items
+
+            yield from prove_items(self, instantiate(suite, seed=options.seed, repeat=1))
+            return
+        for repeat in range(1, options.repeat + 1):
+            # Each repeat is its own seeded instance and its own full run (its own run directory),
+            # so pytest-xdist can hand the repeats of one suite to different workers and phones.
+            instance = instantiate(suite, seed=options.seed, repeat=repeat)
+            yield SuiteItem.from_parent(self, name=item_name(instance, repeats=options.repeat), suite=instance)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         # A bad suite is the user's file, not our code: show the problems, not a traceback.
         if isinstance(excinfo.value, SuiteError):
             return str(excinfo.value)
         return super().repr_failure(excinfo, style)
+
+
+def instance_properties(suite: Suite) -> list[tuple[str, str]]:
+    """The user properties naming a run's suite and seeded instance (JUnit properties, survive xdist)."""
+    properties = [(SUITE_PROPERTY, suite.name)]
+    if suite.instance is not None:
+        properties += [(INSTANCE_PROPERTY, suite.instance.id), ("agentbench_seed", str(suite.instance.seed))]
+    return properties
 
 
 class SuiteItem(pytest.Item):
@@ -97,6 +120,9 @@ class SuiteItem(pytest.Item):
         super().__init__(**kwargs)
         self.suite = suite
         self.add_marker(pytest.mark.agentbench)
+        # On every report of the item (setup errors too), so the statistics count a run that
+        # never produced a result instead of losing it.
+        self.user_properties += instance_properties(suite)
         # -k matches keywords; "bug_repro" is how people type a name that has a dash in it.
         self.extra_keyword_matches.add(suite.name.replace("-", "_"))
         if not self.agentbench.options.dry_run and self.config.pluginmanager.has_plugin("timeout"):

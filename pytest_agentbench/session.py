@@ -11,6 +11,15 @@ import pytest
 
 from pytest_agentbench.errors import ConfigError
 from pytest_agentbench.options import AgentbenchOptions
+from pytest_agentbench.report.ab import ABReport, comparison_block, compare_with, load_session_document, render_comparison
+from pytest_agentbench.report.aggregate import (
+    SessionStatistics,
+    Unrecorded,
+    junit_properties,
+    render_statistics,
+    session_statistics,
+    statistics_block,
+)
 from pytest_agentbench.report.document import build_session_document, verdict_status
 from pytest_agentbench.report.summary import fit, render_summary_table, render_verbose_details, verdict_line
 from pytest_agentbench.run.artifacts import agent_workdir_parent
@@ -23,6 +32,9 @@ session_key = pytest.StashKey["AgentbenchSession"]()
 
 #: The user property naming a run's result.json; reports carry it across xdist workers.
 RESULT_PROPERTY = "agentbench_result_json"
+#: User properties every suite item carries from its creation (setup reports too).
+SUITE_PROPERTY = "agentbench_suite"
+INSTANCE_PROPERTY = "agentbench_instance"
 
 
 class AgentbenchSession:
@@ -41,8 +53,8 @@ class AgentbenchSession:
             self.profile: ServerProfile = get_profile(self.options.server, automobile_dir=self.options.automobile_dir)
         except ConfigError as exc:
             raise pytest.UsageError(str(exc)) from exc
-        # A dry run and a re-render run nothing, so only a measured run refuses a stale build.
-        measures = not self.options.dry_run and not self.options.from_results
+        # A dry run, a re-render and a prove run no agent, so only a measured run refuses a stale build.
+        measures = not self.options.dry_run and not self.options.from_results and not self.options.prove
         stale = self.profile.stale_build() if self.profile.stale_build and measures else None
         if stale:
             raise pytest.UsageError(f"agentbench_server = {self.profile.name}: {stale}")
@@ -58,7 +70,15 @@ class AgentbenchSession:
             )
         self.dry_runs: list[tuple[str, str]] = []
         self.results: list[dict[str, Any]] = []
+        # Suite items whose run failed before it wrote a result (setup error, crash), by node id.
+        self.unrecorded: dict[str, Unrecorded] = {}
         self.started_at = _now()
+        self.baseline_session: dict[str, Any] | None = None
+        if self.options.compare_path is not None:
+            try:
+                self.baseline_session = load_session_document(self.options.compare_path)
+            except ValueError as exc:
+                raise pytest.UsageError(str(exc)) from None
 
     def is_suite_dir(self, name: str) -> bool:
         """Tell whether a directory name marks its ``*.yml`` files as suites."""
@@ -70,26 +90,58 @@ class AgentbenchSession:
 
     @pytest.hookimpl
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        properties = dict(report.user_properties)
+        if report.failed and report.when in ("setup", "call") and SUITE_PROPERTY in properties and RESULT_PROPERTY not in properties:
+            # No result document: the statistics count it as incomplete rather than lose it.
+            self.unrecorded[report.nodeid] = Unrecorded(
+                report.nodeid, properties[SUITE_PROPERTY], properties.get(INSTANCE_PROPERTY), f"{report.when}: {_failure_reason(report)}"
+            )
         if report.when != "call":
             return
         # add_report_section(when, key, text) stores ("Captured {key} {when}", text).
         for key, text in report.sections:
             if key == f"Captured {DRY_RUN_SECTION} call":
                 self.dry_runs.append((report.nodeid, text))
-        path = dict(report.user_properties).get(RESULT_PROPERTY)
+        path = properties.get(RESULT_PROPERTY)
         result = _load_result(path) if path else None
         if result is not None:
             self.results.append(result)
+            self.unrecorded.pop(report.nodeid, None)
 
-    @pytest.hookimpl(trylast=True)
+    def statistics(self) -> SessionStatistics:
+        """This session's per-suite statistics (runs without a result count as incomplete)."""
+        return session_statistics(self.results, list(self.unrecorded.values()))
+
+    def comparison(self) -> ABReport | None:
+        """This session against the `--agentbench-compare` document, or None."""
+        if self.baseline_session is None or self.options.compare_path is None:
+            return None
+        return compare_with(self.baseline_session, self.results, list(self.unrecorded.values()), path=self.options.compare_path)
+
+    def session_document(self) -> dict[str, Any]:
+        """The session document (`--agentbench-json` writes it; the HTML report renders it)."""
+        comparison = self.comparison()
+        return build_session_document(
+            self.results, started_at=self.started_at, finished_at=_now(), seed=self.options.seed,
+            repeat=self.options.repeat, statistics=statistics_block(self.statistics()),
+            unrecorded=[run.to_json() for run in self.unrecorded.values()],
+            comparison=comparison_block(comparison) if comparison is not None else None,
+        )
+
+    @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        # tryfirst: the suite-level JUnit properties must be in place before junitxml writes its file.
         if hasattr(self.config, "workerinput"):
             return
         # An incomplete run is reported as xfail, yet the seed's harness exits 1 for it.
         if exitstatus == 0 and any(verdict_status(result) != "passed" for result in self.results):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if not self.results and not self.unrecorded:
+            return
+        statistics = self.statistics()
+        _add_junit_properties(self.config, [("agentbench.seed", str(self.options.seed)), *junit_properties(statistics)])
         if self.options.json_path is not None:
-            document = build_session_document(self.results, started_at=self.started_at, finished_at=_now())
+            document = self.session_document()
             self.options.json_path.parent.mkdir(parents=True, exist_ok=True)
             self.options.json_path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
@@ -102,7 +154,7 @@ class AgentbenchSession:
             for nodeid, text in self.dry_runs:
                 terminalreporter.write_sep("-", nodeid)
                 terminalreporter.write_line(text)
-        if not self.results:
+        if not self.results and not self.unrecorded:
             return
         # The default `-r fE` hides xfails, so incomplete runs would vanish without this section.
         terminalreporter.write_sep("=", "agentbench")
@@ -110,11 +162,35 @@ class AgentbenchSession:
         for result in self.results:
             # Wrapped, not cut as pytest's short summary cuts: the reason is the point of this line.
             terminalreporter.write_line(fit(verdict_line(result), width))
-        terminalreporter.write_line("")
-        terminalreporter.write_line(render_summary_table(self.results, width=width))
-        if self.config.get_verbosity() > 0:
+        if self.results:
+            terminalreporter.write_line("")
+            terminalreporter.write_line(render_summary_table(self.results, width=width))
+        if self.config.get_verbosity() > 0 and self.results:
             terminalreporter.write_line("")
             terminalreporter.write_line(render_verbose_details(self.results, width=width))
+        terminalreporter.write_sep("-", "agentbench statistics")
+        terminalreporter.write_line(render_statistics(self.statistics(), width=width))
+        comparison = self.comparison()
+        if comparison is not None:
+            terminalreporter.write_sep("-", "agentbench comparison")
+            terminalreporter.write_line(render_comparison(comparison, width=width))
+
+
+def _add_junit_properties(config: pytest.Config, properties: list[tuple[str, str]]) -> None:
+    """Suite-level JUnit properties (what `record_testsuite_property` writes), when --junitxml is on."""
+    from _pytest.junitxml import xml_key
+
+    xml = config.stash.get(xml_key, None)
+    if xml is None:
+        return
+    for name, value in properties:
+        xml.add_global_property(name, value)
+
+
+def _failure_reason(report: pytest.TestReport) -> str:
+    crash = getattr(report.longrepr, "reprcrash", None)
+    text = (crash.message if crash is not None else str(report.longrepr or "")).strip()
+    return text.splitlines()[0] if text else "no reason recorded"
 
 
 def _load_result(path: str) -> dict[str, Any] | None:

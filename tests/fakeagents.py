@@ -271,6 +271,27 @@ def write_dispatcher(directory: Path, behaviours: dict[str, Behaviour]) -> Path:
     return _write_script(directory / "fake-agent-dispatch", dispatch, {})
 
 
+def write_instance_agent(directory: Path, pattern: str, table: dict[str, Behaviour], default: Behaviour) -> Path:
+    """Write one fake agent that behaves per seeded instance: the prompt's first match of `pattern` -> a Behaviour.
+
+    The suite puts a param (`{ref}`) into its prompt; the test draws the same instances with
+    `params.instance_values` and decides here which of them pass, fail or end incomplete.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    table_json = {key: {"name": b.name, "params": b.params} for key, b in table.items()}
+    dispatch = (
+        "import re\n"
+        f"TABLE = json.loads({json.dumps(table_json)!r})\n"
+        f"DEFAULT = json.loads({json.dumps({'name': default.name, 'params': default.params})!r})\n"
+        f"BODIES = json.loads({json.dumps(BODIES)!r})\n"
+        f"found = re.search({pattern!r}, prompt)\n"
+        "chosen = TABLE.get(found.group(0) if found else '', DEFAULT)\n"
+        "PARAMS = chosen['params']\n"
+        "exec(compile(BODIES[chosen['name']], chosen['name'], 'exec'))\n"
+    )
+    return _write_script(directory / "fake-agent-by-instance", dispatch, {})
+
+
 def environ_for_scripts() -> dict[str, str]:
     """os.environ with the venv's bin first on PATH (agentbench-replay, agentbench-mcp, agentbench-sim)."""
     env = dict(os.environ)
@@ -325,7 +346,7 @@ def make_project(root: Path, suites: dict[str, dict[str, Any]], *, template: str
 def session_env(adb_port: int, claim_root: Path, **extra: str) -> dict[str, str]:
     """The environment for a pytest session under test: private adb server, private claim root."""
     env = environ_for_scripts()
-    for name in ("ADB_SERVER_SOCKET", "ANDROID_ADB_SERVER_ADDRESS", "PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER"):
+    for name in ("ADB_SERVER_SOCKET", "ANDROID_ADB_SERVER_ADDRESS", "PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER", "AGENTBENCH_WARM_SOCKET"):
         env.pop(name, None)
     env["ANDROID_ADB_SERVER_PORT"] = str(adb_port)
     env["AUTOMOBILE_ADB_SERVER_COORDINATION_DIR"] = str(claim_root)

@@ -47,7 +47,8 @@ class BenchRun:
 
     def summary_row(self, suite: str) -> list[str]:
         """The cells of a suite's row in the agentbench summary table."""
-        section = self.stdout.split(" agentbench ", 1)[1]
+        # The per-run table only: the statistics table below it has a row per suite too.
+        section = self.stdout.split(" agentbench ", 1)[1].split(" agentbench statistics ", 1)[0]
         (row,) = [line.split() for line in section.splitlines() if line.split()[:1] == [suite]]
         return row
 

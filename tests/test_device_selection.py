@@ -8,9 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agentbench.device.adb import DeviceInfo
-from pytest_agentbench.errors import DeviceUnavailable
-from pytest_agentbench.device.selection import check_no_ios_devices, choose_devices, ios_devices_present, parse_device_option
+from pytest_agentbench.device.adb import AdbEndpoint, DeviceInfo
+from pytest_agentbench.device.pool import candidates_for
+from pytest_agentbench.device.selection import (
+    DeviceEntry,
+    check_no_ios_devices,
+    choose_devices,
+    ios_devices_present,
+    parse_device_entries,
+    parse_device_option,
+)
+from pytest_agentbench.errors import DeviceLost, DeviceUnavailable
 
 A, B = DeviceInfo("emulator-5554", "device"), DeviceInfo("emulator-5556", "device")
 OFF, UNAUTH = DeviceInfo("emulator-5558", "offline"), DeviceInfo("R58M", "unauthorized")
@@ -66,6 +74,82 @@ def test_device_option(value, expected):
 def test_bad_sim_count_is_refused(value):
     with pytest.raises(ValueError, match="sim:N"):
         parse_device_option(value)
+
+
+REMOTE = AdbEndpoint("10.0.0.5", 5037)
+
+
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        ("10.0.0.5:5037/emulator-5554", (DeviceEntry("emulator-5554", REMOTE),)),
+        ("10.0.0.5:5037/127.0.0.1:40001", (DeviceEntry("127.0.0.1:40001", REMOTE),)),
+        ("lab-host:5038/R58M,emulator-5554", (DeviceEntry("R58M", AdbEndpoint("lab-host", 5038)), DeviceEntry("emulator-5554"))),
+        ("[::1]:5037/emulator-5554", (DeviceEntry("emulator-5554", AdbEndpoint("::1", 5037)),)),
+        ("10.0.0.5:5037/a,10.0.0.6:5037/a", (DeviceEntry("a", REMOTE), DeviceEntry("a", AdbEndpoint("10.0.0.6", 5037)))),
+    ],
+    ids=["remote", "remote-network-serial", "mixed", "ipv6", "same-serial-two-servers"],
+)
+def test_entries_on_other_adb_servers(value, expected):
+    count, entries = parse_device_entries(value)
+    assert (count, entries) == (0, expected)
+    # Written back exactly as given, so messages and the option name the entry the user typed.
+    assert parse_device_option(value)[1] == tuple(part.strip() for part in value.split(","))
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ("10.0.0.5/emulator-5554", "expected HOST:PORT/SERIAL"),
+        ("10.0.0.5:70000/emulator-5554", "expected HOST:PORT/SERIAL"),
+        ("10.0.0.5:5037/", "expected HOST:PORT/SERIAL"),
+        (":5037/emulator-5554", "expected HOST:PORT/SERIAL"),
+        ("a,a", "a is named twice"),
+    ],
+    ids=["no-port", "port-too-big", "no-serial", "no-host", "duplicate"],
+)
+def test_bad_entries_are_refused(value, message):
+    with pytest.raises(ValueError, match=message):
+        parse_device_entries(value)
+
+
+class FakeAdb:
+    """The two things candidates_for uses: the endpoint and `devices()`."""
+
+    def __init__(self, endpoint: AdbEndpoint, devices: list[DeviceInfo] | None) -> None:
+        self.endpoint = endpoint
+        self._devices = devices
+
+    def devices(self) -> list[DeviceInfo]:
+        if self._devices is None:
+            raise DeviceLost(f"the adb server at {self.endpoint} stopped answering `host:devices-l`")
+        return self._devices
+
+
+def test_each_entry_gets_the_client_of_its_own_server():
+    local = FakeAdb(AdbEndpoint("localhost", 5037), [A, B])
+    remote = FakeAdb(REMOTE, [DeviceInfo("emulator-5554", "device")])
+    _, entries = parse_device_entries("emulator-5556,10.0.0.5:5037/emulator-5554")
+    found = candidates_for(local, entries, pinnable=True, clients={REMOTE: remote})
+    assert [(c.serial, c.adb) for c in found] == [("emulator-5556", local), ("emulator-5554", remote)]
+    assert [str(c) for c in found] == ["localhost:5037/emulator-5556", "10.0.0.5:5037/emulator-5554"]
+
+
+def test_a_silent_remote_server_is_a_sentence():
+    local = FakeAdb(AdbEndpoint("localhost", 5037), [A])
+    _, entries = parse_device_entries("10.0.0.5:5037/emulator-5554")
+    with pytest.raises(DeviceUnavailable, match=r"--device 10.0.0.5:5037/emulator-5554: no adb server answers at 10.0.0.5:5037"):
+        candidates_for(local, entries, pinnable=True, clients={REMOTE: FakeAdb(REMOTE, None)})
+
+
+def test_the_one_online_rule_holds_per_adb_server():
+    # An unpinnable MCP server sees only the adb server it is pointed at: one device there is fine.
+    local = FakeAdb(AdbEndpoint("localhost", 5037), [A, B])
+    remote = FakeAdb(REMOTE, [DeviceInfo("R58M", "device")])
+    _, entries = parse_device_entries("10.0.0.5:5037/R58M")
+    assert [c.serial for c in candidates_for(local, entries, pinnable=False, clients={REMOTE: remote})] == ["R58M"]
+    with pytest.raises(DeviceUnavailable, match="cannot be pinned"):
+        candidates_for(local, (), pinnable=False)
 
 
 DEVICECTL = Path(__file__).parent / "data" / "devicectl"

@@ -16,15 +16,16 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("suite",),
     ("device",),
     ("servers",),
+    ("checks",),
     ("run",),
     ("audit",),
     ("baseline",),
     ("report",),
-    ("plugin", "session", "options", "fixtures", "outcome", "rerender", "progress"),
+    ("plugin", "session", "options", "fixtures", "outcome", "rerender", "htmlreport", "prove", "progress"),
 )
 # Products that stand alone: they may use the stages (the MCP server drives devices, the agents
 # parse transcripts), but no stage below the glue may depend on them.
-PRODUCTS = ("sim", "mcp_server", "agents")
+PRODUCTS = ("sim", "mcp_server", "agents", "warm")
 GLUE = LAYERS[-1]
 
 

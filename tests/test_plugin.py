@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -144,6 +145,50 @@ def test_options_are_in_the_agentbench_group(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["*agentbench_output (string)*", "*agentbench_suite_dirs (args)*", "*agentbench_server (string)*", "*agentbench_automobile_dir (string)*"])
 
 
+def test_repeats_are_items_named_by_instance(pytester: pytest.Pytester) -> None:
+    root = make_suites(pytester, "bug-repro")
+    (root / "suites" / "seeded.yml").write_text(
+        suite_text("seeded", params="{n: {type: integer, min: 10, max: 99}}").replace("screenIncludes: [Done]", "screenIncludes: ['{n}']"),
+        encoding="utf-8",
+    )
+    result = pytester.runpytest("--collect-only", "-q", "--agentbench-repeat", "3", "--agentbench-seed", "4")
+    assert result.ret == 0
+    ids = [line for line in result.stdout.lines if "::" in line]
+    assert ids[:3] == [f"benchmark/agent/suites/bug-repro.yml::bug-repro[r{r}]" for r in (1, 2, 3)]
+    assert [re.fullmatch(r"benchmark/agent/suites/seeded\.yml::seeded\[r(\d)-(\d\d)\]", line).group(1) for line in ids[3:]] == ["1", "2", "3"]
+    # -k still selects a suite's runs by its name.
+    selected = pytester.runpytest("--collect-only", "-q", "-k", "bug_repro", "--agentbench-repeat", "2")
+    assert [line for line in selected.stdout.lines if "::" in line] == [f"benchmark/agent/suites/bug-repro.yml::bug-repro[r{r}]" for r in (1, 2)]
+    items, _ = pytester.inline_genitems("--agentbench-repeat", "2")
+    assert items[0].user_properties == [("agentbench_suite", "bug-repro"), ("agentbench_instance", "r1"), ("agentbench_seed", "0")]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--agentbench-repeat", "2", "--agentbench-record-baseline"], "*--agentbench-repeat records no baseline*"),
+        (["--agentbench-repeat", "2", "--agentbench-from-result", "x"], "*use one of them*"),
+    ],
+    ids=["with-record-baseline", "with-from-result"],
+)
+def test_repeat_conflicts_are_usage_errors(pytester: pytest.Pytester, args: list[str], message: str) -> None:
+    make_suites(pytester, "demo")
+    result = pytester.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+
+
+def test_a_dry_run_shows_each_instance_filled(pytester: pytest.Pytester) -> None:
+    root = make_suites(pytester)
+    (root / "prompts" / "seeded.txt").write_text("Type {word} on {deviceSerial}.\n", encoding="utf-8")
+    (root / "suites" / "seeded.yml").write_text(
+        suite_text("seeded", params="{word: {type: word}}").replace("../prompts/task.txt", "../prompts/seeded.txt"), encoding="utf-8"
+    )
+    result = pytester.runpytest("--agentbench-dry-run", "--agentbench-repeat", "2", "-rA")
+    assert result.ret == 0
+    result.assert_outcomes(passed=2)
+
+
 def test_marker_is_registered(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--markers")
     result.stdout.fnmatch_lines(["@pytest.mark.agentbench: an agent benchmark suite*"])
@@ -158,6 +203,11 @@ def test_marker_is_registered(pytester: pytest.Pytester) -> None:
         (["--model", " "], "*Invalid model ' ': expected a non-empty value*"),
         (["--device", "sim:0"], "*--device sim:0: expected sim or sim:N with N >= 1*"),
         (["--device", "sim:x"], "*--device sim:x: expected sim or sim:N with N >= 1*"),
+        (["--device", "host/serial"], "*--device host/serial: expected HOST:PORT/SERIAL*"),
+        (["--agentbench-repeat", "0"], "*Invalid repeat count '0': expected a whole number from 1 to 1000*"),
+        (["--agentbench-repeat", "many"], "*Invalid repeat count 'many'*"),
+        (["--agentbench-seed", "-3"], "*Invalid seed '-3': expected a non-negative whole number as the seed*"),
+        (["--agentbench-compare", "missing.json"], "*--agentbench-compare */missing.json: no such file*"),
     ],
 )
 def test_bad_settings_are_usage_errors(pytester: pytest.Pytester, args: list[str], message: str) -> None:

@@ -91,7 +91,7 @@ def test_document_holds_run_audit_metrics_comparison_and_fingerprints():
     document = _document(baseline=_baseline(metrics={**METRICS, "toolCalls": 2}), sequence=["observe", "observe"])
     assert json.loads(json.dumps(document)) == document
     assert document["verdict"] == {"status": "passed", "reasons": []}
-    assert document["checks"][1] == {"kind": "answer", "expected": "EXPECTED_COUNT: 3", "passed": True, "seen": "EXPECTED_COUNT: 3"}
+    assert document["checks"][1] == {"kind": "answer", "expected": "EXPECTED_COUNT: 3", "passed": True, "seen": "EXPECTED_COUNT: 3", "name": None}
     assert document["metrics"] == METRICS
     assert document["toolSequence"] == ["observe", "tapOn", "observe"]
     rows = {row["metric"]: row for row in document["comparison"]["metricRows"]}

@@ -5,27 +5,66 @@ from __future__ import annotations
 import json
 import re
 import sys
+import time
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Literal, Protocol, TextIO
 
 import anyio
-from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
+import anyio.to_thread
 
 from pytest_agentbench.agents.cli_options import ParsedArgs, split_tool_list
 from pytest_agentbench.agents.stream import StreamWriter, mcp_tool_result_shape
 from pytest_agentbench.audit.transcript import short_tool_name
+from pytest_agentbench.servers.mcpclient import McpClientError, StdioClient
 
 # How long a server may take to start and list its tools; Claude's knob, honoured the same way.
 DEFAULT_CONNECT_TIMEOUT_S = 30.0
+# A device action on a slow phone can take a while; the harness's timeoutSeconds bounds the run.
+TOOL_CALL_TIMEOUT_S = 600.0
 DEVICE_SERIAL_VARIABLE = "AGENTBENCH_DEVICE_SERIAL"
 
 
 class ConfigProblem(Exception):
     """An invalid --mcp-config; the message is what Claude Code prints."""
+
+
+class ServerSession(Protocol):
+    """A connected MCP server as McpConnection uses it (the standard-library client or the SDK's)."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """`tools/call`: the result as JSON (`content`, `structuredContent`, `isError`)."""
+        ...
+
+
+class _StdlibSession:
+    """The standard-library client (servers/mcpclient.py) behind the async interface."""
+
+    def __init__(self, client: StdioClient) -> None:
+        self.client = client
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return await anyio.to_thread.run_sync(lambda: self.client.call_tool(name, arguments, timeout_s=TOOL_CALL_TIMEOUT_S))
+        except McpClientError as exc:
+            return {"content": [{"type": "text", "text": f"MCP error: {exc}"}], "isError": True}
+
+
+class _SdkSession:
+    """The official MCP SDK's ClientSession behind the same interface."""
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        try:
+            with anyio.fail_after(TOOL_CALL_TIMEOUT_S):
+                result = await self.session.call_tool(name, arguments)
+        except Exception as exc:  # noqa: BLE001 - a server that died or hung answers with an error result
+            return {"content": [{"type": "text", "text": f"MCP error: {exc}"}], "isError": True}
+        return result.model_dump(by_alias=True, exclude_none=True, mode="json")
 
 
 @dataclass
@@ -35,7 +74,7 @@ class McpServer:
     name: str
     config: dict[str, Any]
     status: str = "failed"
-    session: ClientSession | None = None
+    client: ServerSession | None = None
     tools: list[str] = field(default_factory=list)
 
     @property
@@ -135,8 +174,8 @@ class CallOutcome:
 
 
 def text_of(content: list[Any]) -> str:
-    """The text blocks of an MCP result joined by newlines."""
-    return "\n".join(getattr(block, "text", "") for block in content)
+    """The text blocks of an MCP result (JSON content blocks) joined by newlines."""
+    return "\n".join(str(block.get("text", "")) for block in content if isinstance(block, Mapping) and block.get("type") == "text")
 
 
 def _file_backed(stream: TextIO) -> TextIO:
@@ -151,13 +190,19 @@ def _file_backed(stream: TextIO) -> TextIO:
 
 @dataclass
 class McpConnection:
-    """The servers of --mcp-config, connected as Claude Code connects them, and the run's permissions."""
+    """The servers of --mcp-config, connected as Claude Code connects them, and the run's permissions.
+
+    `client` chooses how: `stdlib` (servers/mcpclient.py, no SDK import, the replay agent's
+    choice) or `sdk` (the official MCP SDK's stdio client, agentbench-agent's). The SDK starts
+    the server in a session of its own; the harness's post-run step finds it by the run token.
+    """
 
     servers: list[McpServer]
     permissions: Permissions
     stderr: TextIO
     environ: Mapping[str, str]
     program: str
+    client: Literal["stdlib", "sdk"] = "stdlib"
 
     async def connect(self, stack: AsyncExitStack, timeout_s: float) -> None:
         """Start and initialize every server; one that fails stays `failed` and the run goes on."""
@@ -172,21 +217,56 @@ class McpConnection:
             return
         args = [str(arg) for arg in server.config.get("args") or []]
         # Claude Code starts a server with its own whole environment, the config's env on top.
-        parameters = StdioServerParameters(command=command, args=args, env={**self.environ, **server.env})
-        server_stack = AsyncExitStack()
+        env = {**self.environ, **server.env}
+        if self.client == "sdk":
+            await self._connect_sdk(server, stack, command, args, env, timeout_s)
+            return
+        # The standard library's client: no half second of SDK imports per run, and the server
+        # stays in this process group, so stopping the agent's group stops it too.
         try:
-            errlog = _file_backed(self.stderr)
-            read, write = await server_stack.enter_async_context(stdio_client(parameters, errlog=errlog))
-            session = await server_stack.enter_async_context(ClientSession(read, write))
+            client = await anyio.to_thread.run_sync(lambda: StdioClient(command, args, env=env, errlog=_file_backed(self.stderr)))
+        except McpClientError as exc:
+            self.warn(f"MCP server {server.name!r} failed to start: {exc}")
+            return
+        deadline = time.monotonic() + timeout_s
+
+        def handshake() -> list[dict[str, Any]]:
+            client.initialize(timeout_s=deadline - time.monotonic())
+            return client.list_tools(timeout_s=deadline - time.monotonic())
+
+        try:
+            listing = await anyio.to_thread.run_sync(handshake)
+        except McpClientError as exc:
+            self.warn(f"MCP server {server.name!r} failed to start: {exc}")
+            client.close()
+            return
+        stack.callback(client.close)
+        server.client = _StdlibSession(client)
+        server.status = "connected"
+        server.tools = [tool["name"] for tool in listing]
+
+    async def _connect_sdk(self, server: McpServer, stack: AsyncExitStack, command: str, args: list[str],
+                           env: dict[str, str], timeout_s: float) -> None:
+        from mcp.client.session import ClientSession
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+
+        inner = AsyncExitStack()
+        try:
+            read, write = await inner.enter_async_context(
+                stdio_client(StdioServerParameters(command=command, args=args, env=env), errlog=_file_backed(self.stderr))
+            )
+            session = await inner.enter_async_context(ClientSession(read, write))
+            # The deadline covers the handshake only: a cancel scope around the contexts entered
+            # above would end before they do, which anyio refuses.
             with anyio.fail_after(timeout_s):
                 await session.initialize()
                 listing = await session.list_tools()
-        except Exception as exc:  # noqa: BLE001 - any startup failure is a "failed" server, as in Claude
-            self.warn(f"MCP server {server.name!r} failed to start: {exc!r}")
-            await server_stack.aclose()
+        except Exception as exc:  # noqa: BLE001 - a server that cannot start is `failed`, as Claude reports it
+            await inner.aclose()
+            self.warn(f"MCP server {server.name!r} failed to start: {exc}")
             return
-        stack.push_async_exit(server_stack)
-        server.session = session
+        stack.push_async_callback(inner.aclose)
+        server.client = _SdkSession(session)
         server.status = "connected"
         server.tools = [tool.name for tool in listing.tools]
 
@@ -230,10 +310,10 @@ class McpConnection:
         if self.environ.get(DEVICE_SERIAL_VARIABLE):
             return self.environ[DEVICE_SERIAL_VARIABLE]
         for server in self.servers:
-            if server.session is not None and listing_tool and listing_tool in server.tools:
-                result = await server.session.call_tool(listing_tool, {})
-                if not result.is_error:
-                    return device_from_listing(result.structured_content, text_of(result.content))
+            if server.client is not None and listing_tool and listing_tool in server.tools:
+                result = await server.client.call_tool(listing_tool, {})
+                if not result.get("isError"):
+                    return device_from_listing(result.get("structuredContent"), text_of(result.get("content") or []))
         return None
 
     async def call(self, writer: StreamWriter, tool: str, arguments: dict[str, Any]) -> tuple[str, CallOutcome]:
@@ -248,20 +328,21 @@ class McpConnection:
             The full tool name and what came back (a refusal is an error outcome with `refused` set).
         """
         name, server = self.resolve(tool)
-        tool_use_id = writer.tool_use(name, arguments, server=server.name if server and server.session else None)
-        available = server is not None and server.session is not None and short_tool_name(name) in server.tools
+        tool_use_id = writer.tool_use(name, arguments, server=server.name if server and server.client else None)
+        available = server is not None and server.client is not None and short_tool_name(name) in server.tools
         if self.permissions.disallowed_tool(name) or not available:
             writer.no_such_tool(tool_use_id, name)
             return name, CallOutcome(f"No such tool available: {name}", True, refused="no-such-tool")
         if not self.permissions.granted(name):
             writer.deny(tool_use_id, name, arguments)
             return name, CallOutcome(f"permission to use {name} was not granted (--allowedTools)", True, refused="permission-denied")
-        assert server is not None and server.session is not None
-        result = await server.session.call_tool(short_tool_name(name), arguments)
-        blocks = [block.model_dump(mode="json", exclude_none=True) for block in result.content]
-        content, tool_use_result = mcp_tool_result_shape(blocks, result.structured_content, result.is_error)
-        writer.tool_result(tool_use_id, content, tool_use_result, is_error=result.is_error)
-        return name, CallOutcome(text_of(result.content), bool(result.is_error), result.structured_content)
+        assert server is not None and server.client is not None
+        result = await server.client.call_tool(short_tool_name(name), arguments)
+        blocks = [block for block in result.get("content") or [] if isinstance(block, dict)]
+        is_error, structured = bool(result.get("isError")), result.get("structuredContent")
+        content, tool_use_result = mcp_tool_result_shape(blocks, structured, is_error)
+        writer.tool_result(tool_use_id, content, tool_use_result, is_error=is_error)
+        return name, CallOutcome(text_of(blocks), is_error, structured)
 
 
 def connect_timeout(environ: Mapping[str, str]) -> float:

@@ -17,6 +17,8 @@ from pytest_agentbench.audit.transcript import Transcript
 # Placeholders a plan may use inside string arguments.
 PLACEHOLDERS = ("device", "packageName")
 _PLACEHOLDER_PATTERN = re.compile(r"\{(" + "|".join(PLACEHOLDERS) + r")\}")
+#: The longest pause a plan may ask for (a wait step, or thinkSeconds).
+MAX_WAIT_SECONDS = 600
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,9 @@ class Plan:
     steps: tuple[Step, ...]
     final: str
     package_name: str | None = None
+    #: Seconds to pause before every tool call and before the final answer, standing in for a
+    #: model's latency (`thinkSeconds`); 0 replays as fast as the server answers.
+    think_seconds: float = 0.0
 
     @property
     def tool_steps(self) -> tuple[ToolStep, ...]:
@@ -103,9 +108,15 @@ def parse_plan(data: Any, source: Path) -> Plan:
     problems: list[str] = []
     if not isinstance(data, Mapping):
         raise SuiteError(source, f"a plan must be a mapping with 'steps' and 'final', got {type(data).__name__}")
-    unknown = sorted(set(data) - {"steps", "final", "packageName"})
+    unknown = sorted(set(data) - {"steps", "final", "packageName", "thinkSeconds"})
     if unknown:
-        problems.append(f"unknown key(s) {', '.join(map(repr, unknown))}; a plan has 'steps', 'final' and optional 'packageName'")
+        problems.append(
+            f"unknown key(s) {', '.join(map(repr, unknown))}; a plan has 'steps', 'final' and optional 'packageName', 'thinkSeconds'"
+        )
+    think = data.get("thinkSeconds", 0)
+    if isinstance(think, bool) or not isinstance(think, (int, float)) or not 0 <= think <= MAX_WAIT_SECONDS:
+        problems.append(f"thinkSeconds: expected seconds between 0 and {MAX_WAIT_SECONDS} (the pause before each step), got {think!r}")
+        think = 0
     final = data.get("final")
     if not isinstance(final, str) or not final.strip():
         problems.append(f"final: expected the final answer as a non-empty string, got {final!r}")
@@ -123,7 +134,7 @@ def parse_plan(data: Any, source: Path) -> Plan:
             steps.append(step)
     if problems:
         raise SuiteError(source, problems)
-    return Plan(source=source, steps=tuple(steps), final=final, package_name=package_name)
+    return Plan(source=source, steps=tuple(steps), final=final, package_name=package_name, think_seconds=float(think))
 
 
 def _parse_step(raw: Any, where: str, problems: list[str]) -> Step | None:
@@ -135,8 +146,8 @@ def _parse_step(raw: Any, where: str, problems: list[str]) -> Step | None:
         seconds = raw["wait"]
         if extra:
             problems.append(f"{where}: a wait step has only 'wait', also got {', '.join(map(repr, extra))}")
-        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 <= seconds <= 600:
-            problems.append(f"{where}.wait: expected seconds between 0 and 600, got {seconds!r}")
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 <= seconds <= MAX_WAIT_SECONDS:
+            problems.append(f"{where}.wait: expected seconds between 0 and {MAX_WAIT_SECONDS}, got {seconds!r}")
             return None
         return WaitStep(float(seconds))
     extra = sorted(set(raw) - {"tool", "args", "expect_error"})

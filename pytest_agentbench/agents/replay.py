@@ -66,13 +66,20 @@ class ReplayRun:
                 continue
             if self._turns_exhausted():
                 return 1
+            await self._think()
             await self._call(number, step, values)
         if self._turns_exhausted():
             return 1
+        await self._think()
         self.writer.begin_turn()
         self.writer.text(self.plan.final)
         self.writer.result_success(self.plan.final)
         return 0
+
+    async def _think(self) -> None:
+        # The plan's thinkSeconds stands in for model latency before every action and the answer.
+        if self.plan.think_seconds:
+            await anyio.sleep(self.plan.think_seconds)
 
     def _turns_exhausted(self) -> bool:
         if self.max_turns is not None and self.writer.turns >= self.max_turns:

@@ -65,6 +65,8 @@ class ToolCall:
             longer; None when no tool_result came.
         result_chars: The full result's length (set from `result_text` when not given).
         result_line: The 1-based transcript line that carried the result, if parsed from a file.
+        use_line: The 1-based transcript line that carried the tool_use (with `result_line` and the
+            timing sidecar it gives the call's duration).
         watched_hits: Which of the parse's `watch` substrings occur in the full result.
         watched: The substrings the parse looked for (so `contains` can tell "no" from "not asked").
     """
@@ -78,6 +80,7 @@ class ToolCall:
     result_line: int | None = None
     watched_hits: frozenset[str] = frozenset()
     watched: frozenset[str] = frozenset()
+    use_line: int | None = None
 
     def __post_init__(self) -> None:
         if self.result_chars < 0:
@@ -131,12 +134,13 @@ class ResultEvent:
 
 @dataclass(frozen=True)
 class AgentReport:
-    """One `system/agentbench_report` event: what an agent of this project reported (`kind`, sentence, turn, the rest)."""
+    """One `system/agentbench_report` event: what an agent of this project reported (`kind`, sentence, turn, the rest, its line)."""
 
     kind: str
     message: str
     turn: int | None
     data: dict
+    line: int | None = None
 
 
 @dataclass(frozen=True)
@@ -253,7 +257,7 @@ class _Builder:
             if self.init is None:
                 self.init = _init_event(event)
         elif kind == "system" and event.get("subtype") == AGENT_REPORT_SUBTYPE:
-            self.reports.append(_agent_report(event))
+            self.reports.append(_agent_report(event, self.line_number))
         elif kind == "assistant":
             opened = self._add_assistant(event)
         elif kind == "user":
@@ -291,6 +295,7 @@ class _Builder:
                     "result_chars": 0,
                     "result_line": None,
                     "watched_hits": frozenset(),
+                    "use_line": self.line_number,
                 }
                 opened.append(call_id)
         return tuple(opened)
@@ -326,7 +331,7 @@ class _Builder:
             tool_calls=tuple(
                 ToolCall(id=call_id, name=c["name"], input=c["input"], result_text=c["result_text"], is_error=c["is_error"],
                          result_chars=c["result_chars"], result_line=c["result_line"], watched_hits=c["watched_hits"],
-                         watched=self.watch)
+                         watched=self.watch, use_line=c["use_line"])
                 for call_id, c in self.calls.items()
             ),
             final_text=final_text,
@@ -371,12 +376,13 @@ def _init_event(event: dict[str, Any]) -> InitEvent:
 _REPORT_ENVELOPE = frozenset({"type", "subtype", "kind", "message", "turn", "session_id", "uuid"})
 
 
-def _agent_report(event: dict[str, Any]) -> AgentReport:
+def _agent_report(event: dict[str, Any], line: int | None = None) -> AgentReport:
     return AgentReport(
         kind=str(event.get("kind", "")),
         message=str(event.get("message", "")),
         turn=_optional_int(event.get("turn")),
         data={key: value for key, value in event.items() if key not in _REPORT_ENVELOPE},
+        line=line,
     )
 
 

@@ -12,7 +12,8 @@ only place a verdict is decided, for live runs and re-rendered ones alike.
   The device going away during the run, or a failed device-use check when the harness could
   not list the server's tools, also leave the run incomplete: neither is the agent's doing.
 * `failed`: the run completed, but there was no non-error call to a device-aware tool, or an
-  answer check or a screen check failed (a screen that could not be read fails its checks).
+  answer check, a screen check or a device check failed (a screen or a device source that could
+  not be read fails its checks), or `verify.noShell` is set and the run called a shell tool.
 * `passed`: everything else.
 
 Stumbles (tool errors, failure patterns in tool results, permission denials, and the repairs an
@@ -30,15 +31,20 @@ from typing import TYPE_CHECKING, Literal
 
 from pytest_agentbench.audit.matching import match_answer
 from pytest_agentbench.audit.transcript import short_tool_name
+from pytest_agentbench.checks import CheckContext, evaluate, parse_device_checks
+from pytest_agentbench.checks.base import Check
 from pytest_agentbench.device.uiautomator import app_texts, screen_includes
-from pytest_agentbench.run.record import ProcessOutcome, Run, ScreenSnapshot
+from pytest_agentbench.run.record import DeviceState, ProcessOutcome, Run, ScreenSnapshot
 
 if TYPE_CHECKING:
     from pytest_agentbench.audit.transcript import ToolCall, Transcript
     from pytest_agentbench.suite import Suite
 
 VerdictStatus = Literal["passed", "failed", "incomplete"]
-CheckKind = Literal["answer", "screen", "device-use"]
+#: Check kinds besides the device check kinds of `checks.KINDS`.
+CheckKind = Literal["answer", "screen", "device-use", "no-shell"]
+#: Claude Code's own tools that run commands; a server's shells come from its profile and schemas.
+BUILTIN_SHELL_TOOLS = frozenset({"Bash", "PowerShell"})
 StumbleKind = Literal["tool-error", "failure-pattern", "permission-denial", "recovery"]
 # Reports (transcript.AgentReport kinds) of agentbench-agent that become stumbles: the agent
 # repaired its model's output or asked again ("recovery"), or refused a model's call ("tool-error").
@@ -47,16 +53,6 @@ _TOOL_ERROR_REPORTS = frozenset({"action-error"})
 
 # Results and replies are quoted in reasons; long ones are cut so a report stays readable.
 _DETAIL_CHARS = 300
-
-
-@dataclass(frozen=True)
-class Check:
-    """One verify check: what was expected, whether it held, and what was actually seen."""
-
-    kind: CheckKind
-    expected: str
-    passed: bool
-    seen: str
 
 
 @dataclass(frozen=True)
@@ -180,13 +176,20 @@ def device_use_check(tool_calls: Iterable[ToolCall], device_aware_tools: frozens
     return Check("device-use", "a successful call to a device-aware tool", bool(succeeded), seen)
 
 
-def answer_checks(suite: Suite, transcript: Transcript) -> list[Check]:
-    """Judge `verify.answerIncludes` against the final reply (see `matching.match_answer`)."""
+def final_reply(transcript: Transcript) -> str | None:
+    """The agent's final answer: its last text, else the result event's text."""
     reply = transcript.final_text
     if reply is None and transcript.result is not None:
         reply = transcript.result.result
+    return reply
+
+
+def answer_checks(suite: Suite, transcript: Transcript | None, *, reply: str | None = None) -> list[Check]:
+    """Judge `verify.answerIncludes` against the final reply (see `matching.match_answer`)."""
+    if transcript is not None:
+        reply = final_reply(transcript)
     return [
-        Check("answer", match.expected, match.passed, match.seen)
+        Check("answer", match.expected, match.passed, match.seen, "answer")
         for match in match_answer(reply, suite.verify.answer_includes)
     ]
 
@@ -201,13 +204,54 @@ def screen_checks(suite: Suite, screen: ScreenSnapshot | None) -> list[Check]:
     if not expected:
         return []
     if screen is None:
-        return [Check("screen", item, False, "the screen was not captured") for item in expected]
+        return [Check("screen", item, False, "the screen was not captured", "screen") for item in expected]
     if screen.nodes is None:
         why = screen.unavailable_reason or "the screen could not be read"
-        return [Check("screen", item, False, why) for item in expected]
+        return [Check("screen", item, False, why, "screen") for item in expected]
     texts = app_texts(screen.nodes, suite.app.package_name)
     seen = " | ".join(texts) if texts else f"no text from {suite.app.package_name} on screen"
-    return [Check("screen", item, screen_includes(texts, item), seen) for item in expected]
+    return [Check("screen", item, screen_includes(texts, item), seen, "screen") for item in expected]
+
+
+def device_checks(suite: Suite, state: DeviceState | None, reply: str | None) -> list[Check]:
+    """Judge `verify.device` from the reads before and after the run (see `checks.evaluate`)."""
+    specs = parse_device_checks(suite.verify.device)
+    if not specs:
+        return []
+    state = state or DeviceState(None, None, "the device state was not read")
+    return evaluate(specs, state.before, state.after, CheckContext(answer=reply), unavailable=state.unavailable)
+
+
+def state_checks(suite: Suite, screen: ScreenSnapshot | None, state: DeviceState | None, reply: str | None) -> list[Check]:
+    """Every check a run's end state and answer decide: answer, screen, device (what `--agentbench-prove` judges)."""
+    return [
+        *answer_checks(suite, None, reply=reply),
+        *screen_checks(suite, screen),
+        *device_checks(suite, state, reply),
+    ]
+
+
+def no_shell_check(tool_calls: Iterable[ToolCall], shell_tools: frozenset[str]) -> Check:
+    """`verify.noShell`: no call, successful or not, to a shell tool.
+
+    Args:
+        tool_calls: The run's tool calls.
+        shell_tools: Full names of the server's shell tools (profile and schemas); Claude Code's
+            own `Bash` and `PowerShell` always count.
+
+    Returns:
+        A `no-shell` check whose `seen` names every shell call.
+    """
+    shells = BUILTIN_SHELL_TOOLS | shell_tools
+    calls = [call for call in tool_calls if call.name in shells]
+    if not calls:
+        return Check("no-shell", "no call to a shell tool", True, "no shell tool was called", "noShell")
+    shown = ", ".join(
+        f"{call.name}({_cut(json.dumps(call.input, ensure_ascii=False, sort_keys=True), 160)})"
+        f" ({'no result' if call.result_text is None else 'error' if call.is_error else 'ok'})"
+        for call in calls
+    )
+    return Check("no-shell", "no call to a shell tool", False, shown, "noShell")
 
 
 def watched_patterns(suite: Suite) -> tuple[str, ...]:
@@ -275,12 +319,17 @@ def metrics_of(
     }
 
 
-def _failed_reason(check: Check) -> str:
+def failed_reason(check: Check) -> str:
+    """The verdict's sentence for a failed check."""
     if check.kind == "device-use":
         return f"no successful call to a device-aware tool ({check.seen})"
     if check.kind == "answer":
         return f"answer check failed: expected {check.expected!r}; the reply ended with: {_cut(check.seen)}"
-    return f"screen check failed: expected {check.expected!r}; app texts on screen: {_cut(check.seen)}"
+    if check.kind == "screen":
+        return f"screen check failed: expected {check.expected!r}; app texts on screen: {_cut(check.seen)}"
+    if check.kind == "no-shell":
+        return f"shell use (verify.noShell): the run called {check.seen}"
+    return f"{check.kind} check {check.name!r} failed: expected {check.expected}; {check.seen}"
 
 
 def audit_run(run: Run, transcript: Transcript) -> Audit:
@@ -292,17 +341,22 @@ def audit_run(run: Run, transcript: Transcript) -> Audit:
         transcript: The run's parsed stream-json transcript.
 
     Returns:
-        The verdict, every check (device use, answers, screen), stumbles, metrics and the
-        tool sequence (short names). `incomplete` reasons win over failed checks.
+        The verdict, every check (device use, answers, screen, device state, shell use),
+        stumbles, metrics and the tool sequence (short names). `incomplete` reasons win over
+        failed checks.
     """
     suite = run.suite
+    reply = final_reply(transcript)
     checks = [
         device_use_check(transcript.tool_calls, run.device_aware_tools),
         *answer_checks(suite, transcript),
         *screen_checks(suite, run.screen),
+        *device_checks(suite, run.device_state, reply),
     ]
+    if suite.verify.no_shell:
+        checks.append(no_shell_check(transcript.tool_calls, run.shell_tools))
     stumbles = stumbles_of(suite, transcript)
-    failed = [_failed_reason(check) for check in checks if not check.passed]
+    failed = [failed_reason(check) for check in checks if not check.passed]
     incomplete = incomplete_reasons(suite=suite, transcript=transcript, process=run.process)
     # Not the agent's doing: the device vanished, or the harness could not tell which tools act
     # on a device (so a failed device-use check proves nothing).

@@ -471,6 +471,14 @@ def acquire_benchmark_lock(serial: str, *, scope: object, root: Path | str | Non
     return _acquire(serial, path, "benchmark lock", socket_path="", token=None, remedy=_LOCK_REMEDY)
 
 
+def benchmark_lock_holder(serial: str, *, scope: object, root: Path | str | None = None) -> Holder | None:
+    """Who holds a device's benchmark lock, or None (no lock, or one that names nobody readable)."""
+    try:
+        return _read_holder(benchmark_lock_path(serial, scope=scope, root=root), "benchmark lock")
+    except _Unreadable:
+        return None
+
+
 def ownership_files(
     serial: str,
     *,
@@ -593,6 +601,7 @@ __all__ = [
     "Reclaim",
     "acquire_benchmark_lock",
     "acquire_claim",
+    "benchmark_lock_holder",
     "benchmark_lock_path",
     "check_device_ownership",
     "claim_path",

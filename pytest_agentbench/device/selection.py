@@ -3,25 +3,68 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.device.hostprotocol import DeviceInfo
+from pytest_agentbench.device.hostprotocol import AdbEndpoint, DeviceInfo
 from pytest_agentbench.errors import DeviceUnavailable
 
+# HOST:PORT/SERIAL: a host name or address (IPv6 in brackets), a port, then the serial as adb lists it.
+_REMOTE_ENTRY = re.compile(r"^(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<host>[^/:\[\]\s]+)):(?P<port>\d{1,5})/(?P<serial>\S+)$")
 
-def parse_device_option(value: str | None) -> tuple[int, tuple[str, ...]]:
-    """`--device` -> (simulated phones to start, named serials).
 
-    `sim` starts one simulated phone, `sim:N` starts N; anything else is a serial, or several
-    separated by commas (for pytest-xdist workers to share out).
+@dataclass(frozen=True)
+class DeviceEntry:
+    """One `--device` entry: a serial on the session's adb server, or on the adb server at `endpoint`."""
+
+    serial: str
+    endpoint: AdbEndpoint | None = None
+
+    def __str__(self) -> str:
+        if self.endpoint is None:
+            return self.serial
+        host = f"[{self.endpoint.host}]" if ":" in self.endpoint.host else self.endpoint.host
+        return f"{host}:{self.endpoint.port}/{self.serial}"
+
+
+def parse_device_entry(text: str) -> DeviceEntry:
+    """`SERIAL` or `HOST:PORT/SERIAL` -> a DeviceEntry (pure).
+
+    A `/` marks the entry as living on another adb server (xdist workers on other machines
+    reach their phones that way); serials themselves never contain one.
 
     Raises:
-        ValueError: `sim:N` with N not a positive whole number.
+        ValueError: An entry with a `/` that is not HOST:PORT/SERIAL, or a port outside 1-65535.
+    """
+    entry = text.strip()
+    if "/" not in entry:
+        return DeviceEntry(entry)
+    match = _REMOTE_ENTRY.match(entry)
+    if not match or not 1 <= int(match.group("port")) <= 65535:
+        raise ValueError(
+            f"--device {entry}: expected HOST:PORT/SERIAL (the adb server's host and port, a slash, then the "
+            "serial as that server lists it), such as 10.0.0.5:5037/emulator-5554"
+        )
+    host = match.group("v6") or match.group("host")
+    return DeviceEntry(match.group("serial"), AdbEndpoint(host, int(match.group("port"))))
+
+
+def parse_device_entries(value: str | None) -> tuple[int, tuple[DeviceEntry, ...]]:
+    """`--device` -> (simulated phones to start, the named devices).
+
+    `sim` starts one simulated phone, `sim:N` starts N; anything else is an entry, or several
+    separated by commas (for pytest-xdist workers to share out): `SERIAL` on the session's adb
+    server, `HOST:PORT/SERIAL` on another one.
+
+    Raises:
+        ValueError: `sim:N` with N not a positive whole number, a bad HOST:PORT/SERIAL, or an
+            entry named twice.
     """
     if not value:
         return 0, ()
@@ -30,7 +73,23 @@ def parse_device_option(value: str | None) -> tuple[int, tuple[str, ...]]:
         if not count_text.isdigit() or int(count_text) < 1:
             raise ValueError(f"--device {value}: expected sim or sim:N with N >= 1")
         return int(count_text), ()
-    return 0, tuple(serial.strip() for serial in value.split(",") if serial.strip())
+    entries = tuple(parse_device_entry(part) for part in value.split(",") if part.strip())
+    seen: set[DeviceEntry] = set()
+    for entry in entries:
+        if entry in seen:
+            raise ValueError(f"--device {value}: {entry} is named twice")
+        seen.add(entry)
+    return 0, entries
+
+
+def parse_device_option(value: str | None) -> tuple[int, tuple[str, ...]]:
+    """`--device` -> (simulated phones to start, the entries as written: `SERIAL` or `HOST:PORT/SERIAL`).
+
+    Raises:
+        ValueError: As `parse_device_entries`.
+    """
+    count, entries = parse_device_entries(value)
+    return count, tuple(str(entry) for entry in entries)
 
 
 def choose_devices(devices: list[DeviceInfo], *, named: tuple[str, ...], pinnable: bool) -> list[str]:

@@ -108,6 +108,11 @@ class Script:
         self._require_single("quiet()")
         return Script(f"{self.text} 2>/dev/null")
 
+    def merge_stderr(self) -> Script:
+        """The same single command with its stderr joined into its stdout (`2>&1`), in order."""
+        self._require_single("merge_stderr()")
+        return Script(f"{self.text} 2>&1")
+
     def stdout_to(self, remote_path: str) -> Script:
         """The same single command with its stdout written to a device file (quoted)."""
         self._require_single("stdout_to()")
@@ -124,6 +129,14 @@ class Script:
 def sh(*args: str | int | float | os.PathLike[str]) -> Script:
     """Shorthand for `Script.command(*args)`: one command with every argument quoted."""
     return Script.command(*args)
+
+
+def echo_status(label: str) -> Script:
+    """`echo LABEL$?`: a fixed label (quoted) followed by the exit status of the command before it.
+
+    The one place `$?` reaches a device shell: the label is quoted, the status is the shell's own.
+    """
+    return Script(f"echo {quote(label)}$?")
 
 
 ShellArgs = Union[Script, Sequence[str]]

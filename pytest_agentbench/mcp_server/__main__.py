@@ -1,15 +1,22 @@
-"""Process environment -> a running agentbench-mcp stdio server that logs to AGENTBENCH_LOG_DIR."""
+"""Process environment -> a running agentbench-mcp stdio server that logs to AGENTBENCH_LOG_DIR.
+
+`python -m pytest_agentbench.mcp_server` (the agentbench profile's command) first offers the run
+to the session's warm-start server (pytest_agentbench.warm), so the MCP SDK is imported here
+only when there is none; the server itself is `main`.
+"""
 
 from __future__ import annotations
 
 import logging
+import resource
 import signal
 import sys
 from collections.abc import Sequence
 from types import FrameType
+from typing import TYPE_CHECKING
 
-from pytest_agentbench.mcp_server.config import ServerConfig
-from pytest_agentbench.mcp_server.server import build_server
+if TYPE_CHECKING:
+    from pytest_agentbench.mcp_server.config import ServerConfig
 
 LOG_FILE_NAME = "agentbench-mcp.log"
 
@@ -52,6 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "  AGENTBENCH_LOG_DIR            write agentbench-mcp.log here\n"
             "  AGENTBENCH_DATA_DIR, AGENTBENCH_DB_DIR, AGENTBENCH_SOCKET_DIR   private state\n"
             "  AGENTBENCH_MCP_INSTRUCTIONS=1 send the MCP instructions block\n"
+            "  AGENTBENCH_SCREENSHOTS=1      save a screenshot after each device call under AGENTBENCH_DATA_DIR/screenshots\n"
             "  AUTOMOBILE_ADB_SERVER_COORDINATION_DIR  device claim root\n"
             "  ADB_SERVER_SOCKET, ANDROID_ADB_SERVER_ADDRESS, ANDROID_ADB_SERVER_PORT  adb server"
         )
@@ -60,6 +68,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"agentbench-mcp: unexpected arguments {' '.join(args)!r}; configure it through the environment "
               "(see --help)", file=sys.stderr)
         return 2
+    from pytest_agentbench.mcp_server.config import ServerConfig
+    from pytest_agentbench.mcp_server.server import build_server
+
     config = ServerConfig.from_environ()
     _configure_logging(config)
     for directory in (config.data_dir, config.db_dir, config.socket_dir):
@@ -76,8 +87,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     finally:
         server.hub.release_all()  # type: ignore[attr-defined]
+        _log_cpu()
     return 0
 
 
+def _log_cpu() -> None:
+    # Our own CPU per run is a budget (tests/perf/scale_out.py reads this line).
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    logging.getLogger("agentbench.mcp").info(
+        "agentbench-mcp exiting: cpu %.3fs (user %.3f, sys %.3f)", usage.ru_utime + usage.ru_stime, usage.ru_utime, usage.ru_stime
+    )
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    from pytest_agentbench.warm.entry import mcp
+
+    sys.exit(mcp())

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_agentbench.device.adb import AdbEndpoint
+from pytest_agentbench.servers.screenshots import SCREENSHOTS_ENV
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,8 @@ class ServerConfig:
         instructions: Whether the MCP `instructions` block is sent (`AGENTBENCH_MCP_INSTRUCTIONS=1`).
         claim_root: The claim root (`AUTOMOBILE_ADB_SERVER_COORDINATION_DIR`), None for the default.
         endpoint: The adb server to talk to.
+        screenshots: Save a screenshot after each device call into `data_dir/screenshots`
+            (`AGENTBENCH_SCREENSHOTS=1`; the harness sets it only for `--agentbench-html`).
     """
 
     pinned_serial: str | None
@@ -33,6 +36,7 @@ class ServerConfig:
     instructions: bool
     claim_root: Path | None
     endpoint: AdbEndpoint
+    screenshots: bool = False
 
     @classmethod
     def from_environ(cls, env: Mapping[str, str] | None = None) -> ServerConfig:
@@ -60,6 +64,7 @@ class ServerConfig:
             instructions=env.get("AGENTBENCH_MCP_INSTRUCTIONS", "").strip() == "1",
             claim_root=claim_root,
             endpoint=AdbEndpoint.from_environ(env),
+            screenshots=env.get(SCREENSHOTS_ENV, "").strip() == "1",
         )
 
     def socket_path(self) -> str:

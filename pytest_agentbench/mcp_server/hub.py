@@ -127,6 +127,20 @@ class DeviceHub:
             except DeviceError as exc:
                 raise ToolError(_device_error_sentence(exc)) from exc
 
+    def claimed_serial(self, device: str) -> str | None:
+        """The serial a call's `device` names, if this server holds its claim (else None; never raises)."""
+        with self._lock:
+            try:
+                serial = self.resolve(device)
+            except (ToolError, DeviceError):
+                return None
+            return serial if serial in self._claims else None
+
+    def locked(self, work: Callable[[], T]) -> T:
+        """Run device work under the hub's lock, so it cannot interleave with a tool call's adb work."""
+        with self._lock:
+            return work()
+
     def inventory(self) -> str:
         """Run `listDevices` with the same error translation (no claim: it touches no phone)."""
         with self._lock:

@@ -20,6 +20,7 @@ from pytest_agentbench.device.adb import Adb
 from pytest_agentbench.mcp_server.config import ServerConfig
 from pytest_agentbench.mcp_server.driver import KEYCODES, Observation, PhoneDriver
 from pytest_agentbench.mcp_server.hub import DeviceHub
+from pytest_agentbench.mcp_server.screenshots import ScreenshotRecorder
 from pytest_agentbench.device.uiautomator import UiNode, visible_texts
 
 logger = logging.getLogger("agentbench.mcp")
@@ -50,6 +51,8 @@ class AgentbenchServer(MCPServer):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._arguments: dict[str, tuple[str, ...]] = {}
+        #: Set by build_server when AGENTBENCH_SCREENSHOTS=1.
+        self.screenshots: ScreenshotRecorder | None = None
 
     def register(self, fn: Callable[..., Any]) -> None:
         """Add a tool: its name, its docstring's line as description, text-only results."""
@@ -57,6 +60,18 @@ class AgentbenchServer(MCPServer):
         self.add_tool(fn, name=fn.__name__, structured_output=False)
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        """Call a tool (see `_call_tool`); with screenshots on, photograph the phone before answering."""
+        if self.screenshots is None:
+            return await self._call_tool(name, arguments, context)
+        ok = False
+        try:
+            answer = await self._call_tool(name, arguments, context)
+            ok = True
+            return answer
+        finally:
+            await anyio.to_thread.run_sync(self.screenshots.after_call, name, arguments or {}, ok)
+
+    async def _call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         """Call a tool, rewording argument and wrapper errors into sentences an agent can act on."""
         expected = self._arguments.get(name)
         if expected is not None:
@@ -212,6 +227,8 @@ def build_server(config: ServerConfig | None = None, *, adb: Adb | None = None) 
         lifespan=lifespan,
     )
     server.hub = hub  # type: ignore[attr-defined]
+    if config.screenshots and config.data_dir is not None:
+        server.screenshots = ScreenshotRecorder(config.data_dir, hub)
 
     async def on_phone(device: str, action: Callable[[PhoneDriver], str]) -> str:
         return await anyio.to_thread.run_sync(hub.call, device, action)

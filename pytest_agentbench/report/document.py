@@ -90,6 +90,8 @@ def build_result_document(
     audit_inputs: Mapping[str, Any] | None = None,
     preflight_round_trips: int | None = None,
     environ: Mapping[str, str] | None = None,
+    instance: Mapping[str, Any] | None = None,
+    cleanup: Mapping[str, Any] | None = None,
     timing: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The result.json document of one run: metadata, audit, metrics, comparison and fingerprints.
@@ -117,6 +119,9 @@ def build_result_document(
             re-audit of the saved run sees exactly what this audit saw.
         preflight_round_trips: adb round trips preflight spent.
         environ: The run's environment, only to mask secrets that leaked into evidence text.
+        instance: The seeded task instance (`suite.instance.Instance.to_json()`: id, repeat,
+            seed, values), so a later comparison can pair runs of the same instance.
+        cleanup: What cleanup did and left (`run.cleanup.run_cleanup`); shown, never judged.
         timing: Where the time went: `agent` (`audit.timing.TimeSplit.as_dict()`, or None for a
             run without a timing sidecar) and `harness` (preflight, setup, post-run, audit seconds).
 
@@ -135,6 +140,7 @@ def build_result_document(
         "suite": suite_name,
         "suiteFile": suite_file,
         "nodeid": nodeid,
+        "instance": dict(instance) if instance is not None else None,
         "runDirectory": run_dir,
         "startedAt": started_at,
         "finishedAt": finished_at,
@@ -170,25 +176,59 @@ def build_result_document(
         "scoringCode": scoring_code,
         "auditInputs": dict(audit_inputs or {}),
         "preflight": {"roundTrips": preflight_round_trips, "appBuild": current.get("appBuild")},
+        "cleanup": _plain(cleanup) if cleanup is not None else None,
         "timing": {"agent": None, "harness": {}, **_plain(timing or {})},
     }
     return scrub(document, environ)
 
 
-def build_session_document(results: Sequence[Mapping[str, Any]], *, started_at: str | None = None, finished_at: str | None = None) -> dict[str, Any]:
-    """The `--agentbench-json` document: every run's result.json plus verdict counts."""
+def build_session_document(
+    results: Sequence[Mapping[str, Any]],
+    *,
+    started_at: str | None = None,
+    finished_at: str | None = None,
+    seed: int | None = None,
+    repeat: int | None = None,
+    statistics: Mapping[str, Any] | None = None,
+    unrecorded: Sequence[Mapping[str, Any]] = (),
+    comparison: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The `--agentbench-json` document: every run's result.json, verdict counts, statistics, the comparison.
+
+    A later `--agentbench-compare` reads it back: each run carries its verdict, metrics, seeded
+    instance (`instance`) and fingerprints, and `unrecorded` lists runs that left no result.
+
+    Args:
+        results: The runs' result documents.
+        started_at: When the session started.
+        finished_at: When it finished.
+        seed: `--agentbench-seed`.
+        repeat: `--agentbench-repeat`.
+        statistics: `report.aggregate.statistics_block(...)`.
+        unrecorded: Runs without a result document (`Unrecorded.to_json()`), counted as incomplete.
+        comparison: `report.ab.comparison_block(...)` with `--agentbench-compare`.
+    """
     counts = {"passed": 0, "failed": 0, "incomplete": 0}
     for result in results:
         status = verdict_status(result)
         counts[status] = counts.get(status, 0) + 1
-    return {
+    counts["incomplete"] += len(unrecorded)
+    document: dict[str, Any] = {
         "schemaVersion": RESULT_SCHEMA_VERSION,
         "startedAt": started_at,
         "finishedAt": finished_at,
+        "seed": seed,
+        "repeat": repeat,
         "counts": counts,
         "timing": session_timing(results),
         "runs": [dict(result) for result in results],
+        "unrecorded": [dict(run) for run in unrecorded],
     }
+    if statistics is not None:
+        document["statistics"] = dict(statistics)
+    if comparison is not None:
+        document["comparison"] = dict(comparison)
+    return document
 
 
 _AGENT_PARTS = ("wallClockSeconds", "startupSeconds", "modelSeconds", "toolSeconds", "afterResultSeconds")

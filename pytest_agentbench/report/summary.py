@@ -74,7 +74,7 @@ def _flags(result: Mapping[str, Any]) -> str:
     return " ".join(FLAG_ABBREVIATIONS.get(kind, str(kind)) for kind in kinds)
 
 
-def _abbreviate(name: str, width: int) -> str:
+def abbreviate(name: str, width: int) -> str:
     """Shorten a suite name in the middle (`very-long-…-name`), keeping both ends recognisable."""
     if len(name) <= width:
         return name
@@ -120,7 +120,7 @@ def render_summary_table(results: Sequence[Mapping[str, Any]], *, width: int = 8
     separators = 2 * (len(headers) - 1)
     suite_width = max(_MIN_SUITE_WIDTH, width - sum(widths[1:]) - separators)
     for row in rows:
-        row[0] = _abbreviate(row[0], suite_width)
+        row[0] = abbreviate(row[0], suite_width)
     widths[0] = max([len(headers[0])] + [len(row[0]) for row in rows])
     body = tabulate(
         [headers] + rows,
@@ -174,7 +174,7 @@ def render_verbose_details(results: Sequence[Mapping[str, Any]], *, width: int =
         title = f" {nodeid}: {verdict_status(result)} "
         below = ""
         if len(title) > width - 4:
-            title = f" {_abbreviate(str(result.get('suite') or '?'), max(_MIN_SUITE_WIDTH, width - 20))}: {verdict_status(result)} "
+            title = f" {abbreviate(str(result.get('suite') or '?'), max(_MIN_SUITE_WIDTH, width - 20))}: {verdict_status(result)} "
             below = f"{nodeid}\n"
         rule = "-" * max(2, (width - len(title)) // 2)
         blocks.append(fit(f"{rule}{title}{rule}".rstrip() + "\n" + below + render_metric_details(result), width))

@@ -25,8 +25,26 @@ def _checks_section(result: Mapping[str, Any]) -> list[str]:
     lines = ["Checks:"]
     for check in checks:
         mark = "ok  " if check.get("passed") else "FAIL"
-        lines.append(f"  {mark} {check.get('kind', '?')}: expected {_cut(check.get('expected', ''))!r}")
+        kind, name = check.get("kind", "?"), check.get("name")
+        # Device checks are named in the suite; the name is what a prove fail scenario refers to.
+        label = f"{kind} {name}" if name and name not in (kind, "answer", "screen", "noShell") else kind
+        lines.append(f"  {mark} {label}: expected {_cut(check.get('expected', ''))!r}")
         lines.append(f"       seen: {_cut(check.get('seen', ''))}")
+    return lines
+
+
+def cleanup_section(cleanup: Mapping[str, Any] | None) -> list[str]:
+    """What cleanup undid, what failed, and `cleanup left: ...` for what is still not as before the run."""
+    if not cleanup:
+        return []
+    actions = cleanup.get("actions") or []
+    left = cleanup.get("left") or []
+    failed = cleanup.get("failed") or []
+    lines = [f"Cleanup: {len(actions)} action{'s' if len(actions) != 1 else ''}"
+             + (", the phone reads as before the run" if not left and not failed else "")]
+    lines += [f"  {'ok  ' if action.get('status') == 0 else 'FAIL'} {action.get('action')}" for action in actions]
+    lines += [f"  failed: {_cut(item)}" for item in failed]
+    lines += [f"  cleanup left: {_cut(item)}" for item in left]
     return lines
 
 
@@ -146,6 +164,7 @@ def render_text_report(result: Mapping[str, Any], *, current_scoring_code: str |
     cli = (result.get("fingerprints") or {}).get("claudeCodeVersion")
     lines.append(f"Device: {serial or 'unknown'}   Agent CLI: {cli or 'unknown'}   Model: {model or 'unknown'}")
     lines += _checks_section(result)
+    lines += cleanup_section(result.get("cleanup"))
     lines += _stumbles_section(result)
     lines += _comparability_section(result)
     lines += _metrics_section(result)

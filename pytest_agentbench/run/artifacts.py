@@ -113,6 +113,16 @@ class RunArtifacts:
         return self.run_dir / "screen.xml"
 
     @property
+    def screen_png(self) -> Path:
+        """The post-run screen as a picture (`screencap -p`), captured with `screen.xml`."""
+        return self.run_dir / "screen.png"
+
+    @property
+    def start_screen_png(self) -> Path:
+        """The start screen preflight ended on, captured with `start-screen.xml`."""
+        return self.run_dir / "start-screen.png"
+
+    @property
     def postrun_log(self) -> Path:
         return self.run_dir / "postrun.log"
 

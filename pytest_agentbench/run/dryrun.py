@@ -6,6 +6,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from pytest_agentbench.checks import suite_checks
 from pytest_agentbench.run.invocation import InvocationOptions, build_invocation
 from pytest_agentbench.servers import ServerProfile
 from pytest_agentbench.suite import Suite
@@ -44,7 +45,21 @@ def dry_run_text(suite: Suite, *, options: DryRunOptions, profile: ServerProfile
         suite, options=options, profile=profile, run_dir=run_dir, workdir=workdir, serial=serial, environ=environ,
     )
     header = f"suite: {suite.name} ({suite.path})\nserver: {profile.name} (pinnable: {'yes' if profile.pinnable else 'no'})"
-    return header + "\n" + invocation.describe()
+    return header + "\n" + invocation.describe() + device_reads_text(suite)
+
+
+def device_reads_text(suite: Suite) -> str:
+    """The device commands the suite's checks and cleanup read, one batched round trip before and one after the run."""
+    checks = suite_checks(suite.verify.device, suite.cleanup)
+    if not checks.reads_device:
+        return ""
+    lines = ["", f"device reads (one round trip before the agent, one after; {len(checks.checks)} device checks):"]
+    before = {read.key for read in checks.before_reads()}
+    for read in checks.after_reads():
+        lines.append(f"  {'before+after' if read.key in before else 'after'}: {read.script.text}")
+    if checks.steps:
+        lines.append(f"cleanup steps: {len(checks.steps)} (then the watched sources are read again)")
+    return "\n".join(lines) + "\n"
 
 
 def current_environ() -> dict[str, str]:

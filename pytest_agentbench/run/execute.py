@@ -15,17 +15,20 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pytest_agentbench.checks import suite_checks
 from pytest_agentbench.errors import AgentbenchError, AgentProcessError
 from pytest_agentbench.run.artifacts import PrivateDaemon, RunArtifacts, agent_workdir_parent, write_run_files
+from pytest_agentbench.run.cleanup import run_cleanup
 from pytest_agentbench.run.fingerprints import requested_model
 from pytest_agentbench.run.invocation import Invocation, InvocationOptions, build_invocation
-from pytest_agentbench.run.postrun import read_post_run_screen, stop_run_daemons
+from pytest_agentbench.run.postrun import PostRunState, read_post_run_state, stop_run_daemons
 from pytest_agentbench.run.record import ProcessOutcome, Run
 from pytest_agentbench.run.runner import StreamProgress, run_agent
 from pytest_agentbench.run.server_build import ServerBuild, adb_client_versions, server_build_fingerprint
-from pytest_agentbench.servers.probe import probe_device_aware_tools
+from pytest_agentbench.servers.probe import ToolClasses, probe_tools
 
 if TYPE_CHECKING:
+    from pytest_agentbench.checks.base import DeviceReads
     from pytest_agentbench.device.pool import ClaimedDevice
     from pytest_agentbench.run.preflight import PreflightResult
     from pytest_agentbench.servers import ServerProfile
@@ -44,14 +47,41 @@ def device_aware_tools(cache: dict, invocation: Invocation) -> tuple[frozenset[s
     the server `failed`, which makes the run incomplete ("MCP server did not connect"), as the
     seed says. The failure is not cached, so a later run in the session probes again.
     """
+    classes, error = server_tools(cache, invocation)
+    return classes.device_aware, error
+
+
+def server_tools(cache: dict, invocation: Invocation) -> tuple[ToolClasses, str | None]:
+    """The server's device-aware and shell tools, from one `tools/list` per session (see `device_aware_tools`)."""
     ((name, _),) = invocation.mcp_config["mcpServers"].items()
     key = ("tools", name)
     if key not in cache:
         try:
-            cache[key] = probe_device_aware_tools(invocation.mcp_config, environ=invocation.env)
+            cache[key] = probe_tools(invocation.mcp_config, environ=invocation.env)
         except AgentbenchError as exc:
-            return frozenset(), str(exc)
+            return ToolClasses(frozenset(), frozenset()), str(exc)
     return cache[key], None
+
+
+def finish_device_work(device: ClaimedDevice, suite: Suite, artifacts: RunArtifacts,
+                       before: DeviceReads | None) -> tuple[PostRunState, dict | None]:
+    """Post-run reads (screen + device checks, one round trip), then cleanup: what runs and prove items share.
+
+    Args:
+        device: The claimed device, its claim still with the agent's server (taken back here).
+        suite: The suite.
+        artifacts: The run's files.
+        before: The before-snapshot reads from preflight (`PreflightResult.device_before`).
+
+    Returns:
+        The post-run state and the cleanup report (None when the suite has nothing to clean).
+    """
+    checks = suite_checks(suite.verify.device, suite.cleanup)
+    state = read_post_run_state(device, suite, artifacts, checks.after_reads())
+    skip = state.device_unavailable if state.device_after is None and checks.after_reads() else None
+    cleanup = run_cleanup(device.adb, device.serial, checks, before=before, after=state.device_after,
+                          run_dir=artifacts.run_dir, skip_because=skip)
+    return state, cleanup
 
 
 def server_build(cache: dict, *, profile: ServerProfile, claude: str, environ: Mapping[str, str], adb_endpoint: str, project_root: Path) -> ServerBuild:
@@ -124,7 +154,7 @@ def measure_run(
             workdir=workdir, serial=device.serial, environ=environ, private_dirs=daemon.dirs, run_token=run_token,
         )
         write_run_files(artifacts, invocation)
-        tools, probe_error = device_aware_tools(cache, invocation)
+        tools, probe_error = server_tools(cache, invocation)
         device.hand_over()
         harness["setupSeconds"] = _since(clock)
         started_at = now()
@@ -148,7 +178,7 @@ def measure_run(
     ((_, server),) = invocation.mcp_config["mcpServers"].items()
     stop_run_daemons(device, daemon=profile.daemon, run_token=run_token, server_env={**invocation.env, **server["env"]},
                      private_dirs=daemon.dirs, log=artifacts.postrun_log)
-    screen, device_lost = read_post_run_screen(device, suite, artifacts)
+    state, cleanup = finish_device_work(device, suite, artifacts, prepared.device_before)
     build = server_build(cache, profile=profile, claude=options.claude, environ=environ,
                          adb_endpoint=str(device.adb.endpoint), project_root=project_root)
     harness["postRunSeconds"] = _since(clock)
@@ -156,10 +186,10 @@ def measure_run(
         suite=suite,
         run_dir=run_dir,
         process=process,
-        screen=screen,
-        device_aware_tools=tools,
+        screen=state.screen,
+        device_aware_tools=tools.device_aware,
         probe_error=probe_error,
-        device_lost=device_lost,
+        device_lost=state.device_lost,
         nodeid=nodeid,
         device_serial=device.serial,
         agent_command=tuple(invocation.argv),
@@ -171,6 +201,9 @@ def measure_run(
         preflight_round_trips=prepared.round_trips,
         server_build=build.digest,
         server_build_components=dict(build.components),
+        device_state=state.device_state(prepared.device_before) if suite.verify.device else None,
+        shell_tools=tools.shell | {f"mcp__{profile.name}__{tool}" for tool in profile.shell_tools},
+        cleanup=cleanup,
         harness_seconds=harness,
     )
 

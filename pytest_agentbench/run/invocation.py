@@ -190,6 +190,7 @@ def server_environment(
     environ: Mapping[str, str],
     private_dirs: Mapping[str, Path] | None = None,
     run_token: str | None = None,
+    screenshots: bool = False,
 ) -> dict[str, str]:
     """Build the env block of the MCP server in the generated config.
 
@@ -202,6 +203,8 @@ def server_environment(
         private_dirs: Variable -> directory, overriding ``profile.private_dirs(run_dir)``.
         run_token: This run's token (``AGENTBENCH_RUN_TOKEN``), inherited by whatever the server
             starts, so its leftover daemons can be found after the agent.
+        screenshots: Ask the server for a screenshot after each device call (``--agentbench-html``);
+            ignored for a profile that cannot take them.
 
     Returns:
         Variable -> value; paths are absolute because the server runs from a temp directory.
@@ -220,6 +223,8 @@ def server_environment(
         if not profile.instructions_env:
             raise ConfigError(f"--server-instructions: the {profile.name} MCP server has no instructions switch; drop the option")
         env[profile.instructions_env] = "1"
+    if screenshots and profile.screenshots_env:
+        env[profile.screenshots_env] = "1"
     current, legacy = COORDINATION_DIR_NAMES
     env[current] = _absolute(environ.get(current) or environ.get(legacy) or DEFAULT_CLAIM_ROOT, environ)
     if environ.get(legacy):
@@ -314,6 +319,8 @@ def build_invocation(
     server_env = server_environment(
         profile, run_dir=run_dir, serial=serial, server_instructions=options.server_instructions,
         environ=environ, private_dirs=private_dirs, run_token=run_token,
+        # Only AgentbenchOptions knows about the HTML report; other option objects mean "off".
+        screenshots=bool(getattr(options, "screenshots", False)),
     )
     command, *args = profile.command
     mcp_config = {"mcpServers": {profile.name: {"type": "stdio", "command": command, "args": args, "env": server_env}}}

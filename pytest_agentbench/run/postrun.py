@@ -14,15 +14,18 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pytest_agentbench.checks.base import DeviceReads, Read
+from pytest_agentbench.checks.read import read_device, save_reads
 from pytest_agentbench.device.claims import read_claim_holder
-from pytest_agentbench.device.uiautomator import dump_screen, parse_hierarchy
+from pytest_agentbench.device.capture import capture_screen, capture_script, hierarchy_of, split_capture
+from pytest_agentbench.device.uiautomator import parse_hierarchy
 from pytest_agentbench.errors import DeviceError, DeviceLost, DeviceUnavailable
-from pytest_agentbench.run.record import ScreenSnapshot
+from pytest_agentbench.run.record import DeviceState, ScreenSnapshot
 from pytest_agentbench.servers import RUN_TOKEN_ENV, DaemonSpec
 
 if TYPE_CHECKING:
@@ -167,24 +170,88 @@ def stop_run_daemons(
 
 
 def read_post_run_screen(device: ClaimedDevice, suite: Suite, artifacts: RunArtifacts) -> tuple[ScreenSnapshot | None, str | None]:
-    """Take the claim back and dump the screen (suites with screen checks only).
+    """Take the claim back and capture the screen: `screen.xml` and `screen.png` in one round trip.
+
+    Every run saves the post-run screen for people to look at; only a suite with screen checks
+    gets a snapshot for the audit, so for the others a capture that fails is written to
+    `postrun.log` and changes nothing. A screen someone else may be driving is not read at all.
 
     Returns:
         The snapshot (None when the suite has no screen checks) and, when the device went
         away, what adb said (the audit then calls the run incomplete).
     """
+    state = read_post_run_state(device, suite, artifacts)
+    return state.screen, state.device_lost
+
+
+@dataclass(frozen=True)
+class PostRunState:
+    """What post-run read: the screen, the device checks' after-reads, and whether the device went away."""
+
+    screen: ScreenSnapshot | None
+    device_after: DeviceReads | None = None
+    device_unavailable: str | None = None
+    device_lost: str | None = None
+
+    def device_state(self, before: DeviceReads | None) -> DeviceState:
+        return DeviceState(before, self.device_after, self.device_unavailable)
+
+
+def read_post_run_state(device: ClaimedDevice, suite: Suite, artifacts: RunArtifacts,
+                        reads: Sequence[Read] = ()) -> PostRunState:
+    """Take the claim back, then make the device checks' after-reads and capture the screen in one round trip.
+
+    Every run saves the post-run screen (`screen.xml`, `screen.png`) for people to look at; only
+    a suite with screen checks gets a snapshot for the audit. A phone someone else holds is not
+    read at all.
+
+    Args:
+        device: The claimed device (the agent's server held its claim).
+        suite: The suite (its screen checks decide whether the screen is judged).
+        artifacts: The run's files (screen.xml, screen.png; device-after.json goes beside them).
+        reads: The after-reads (`checks.SuiteChecks.after_reads`).
+
+    Returns:
+        The screen (None when the suite has no screen checks), the after-reads (None when there
+        are none or the device could not be read, with the reason), and what adb said when the
+        device went away (the audit then calls the run incomplete).
+    """
     reclaim = device.take_back()
-    if not suite.verify.screen_includes:
-        return None, None
+    judged = bool(suite.verify.screen_includes)
     if not reclaim.screen_readable:
-        return ScreenSnapshot(None, reclaim.reason), None
+        # Someone else holds the phone: neither its screen nor its state is this run's to read.
+        return PostRunState(ScreenSnapshot(None, reclaim.reason) if judged else None, None,
+                            reclaim.reason if reads else None)
+    after: DeviceReads | None = None
     try:
-        xml = dump_screen(device.adb, device.serial)
+        if reads:
+            # The after-reads and the capture share one round trip; the PNG comes last, untouched.
+            batch = read_device(device.adb, device.serial, reads, then=capture_script())
+            after = batch.reads
+            save_reads(after, artifacts.run_dir, "after")
+            capture = split_capture(batch.then_output)
+        else:
+            capture = capture_screen(device.adb, device.serial)
+        if capture.png is not None:
+            artifacts.screen_png.write_bytes(capture.png)
+        if capture.problems:
+            _log(artifacts.postrun_log, [f"screen: {problem}" for problem in capture.problems])
+        xml = hierarchy_of(capture, device.serial)
     except (DeviceLost, DeviceUnavailable) as lost:
         # The device was online through preflight; if the adb server can no longer reach it now
         # (gone, offline), it went away during the run: that is not the agent's failed check.
-        return ScreenSnapshot(None, f"the device went away: {lost}"), str(lost)
+        if not judged and not reads:
+            _log(artifacts.postrun_log, [f"screen: not captured, the device went away: {lost}"])
+            return PostRunState(None)
+        why = f"the device went away: {lost}"
+        return PostRunState(ScreenSnapshot(None, why) if judged else None, None, why if reads else None, str(lost))
     except DeviceError as error:
-        return ScreenSnapshot(None, f"the screen could not be dumped: {error}"), None
+        unread = f"the device state could not be read after the run: {error}" if reads and after is None else None
+        return PostRunState(ScreenSnapshot(None, f"the screen could not be dumped: {error}") if judged else None, after, unread)
     artifacts.screen.write_text(xml, encoding="utf-8")
-    return ScreenSnapshot(parse_hierarchy(xml)), None
+    return PostRunState(ScreenSnapshot(parse_hierarchy(xml)) if judged else None, after)
+
+
+def _log(path: Path, lines: list[str]) -> None:
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write("\n".join(lines) + "\n")

@@ -9,12 +9,15 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Sequence
 from xml.sax.saxutils import escape, quoteattr
 
+from pytest_agentbench.checks.base import DeviceReads, Read
+from pytest_agentbench.checks.read import read_device, save_reads
 from pytest_agentbench.device.adb import Adb
+from pytest_agentbench.device.capture import ScreenCapture, capture_screen, capture_script, hierarchy_of, split_capture
 from pytest_agentbench.device.shellscript import Script, quote, sh
-from pytest_agentbench.device.uiautomator import app_texts, dump_screen, missing_texts, parse_hierarchy
+from pytest_agentbench.device.uiautomator import app_texts, missing_texts, parse_hierarchy
 from pytest_agentbench.errors import DeviceUnavailable, PreflightError
 from pytest_agentbench.run.fingerprints import device_fingerprint_script, parse_app_build, parse_device_fingerprint
 from pytest_agentbench.suite import AppSpec, PrefValue, PreflightSpec
@@ -50,6 +53,8 @@ class PreflightResult:
     round_trips: int
     start_screen_texts: tuple[str, ...] = ()
     device_fingerprint: Mapping[str, str] = field(default_factory=dict)
+    #: The device checks' before-snapshot reads (None when the suite needs none), saved as device-before.json.
+    device_before: DeviceReads | None = None
 
 
 # ----------------------------------------------------------------------------- pure parts
@@ -201,11 +206,14 @@ def run_preflight(
     preflight: PreflightSpec,
     run_dir: Path,
     sleep=time.sleep,
+    device_reads: Sequence[Read] = (),
 ) -> PreflightResult:
     """Put the device and app into the suite's start state; nothing here is measured.
 
-    Writes `preflight.log` and `preflight/` (staged preference files, `start-screen.xml`) under
-    `run_dir`. With `app.apk_path`, installs the APK and checks the installed base APK's SHA-256.
+    Writes `preflight.log`, `preflight/` (staged preference files), and the start screen
+    (`start-screen.xml`, `start-screen.png`) under `run_dir`. With `app.apk_path`, installs the APK and checks the installed base APK's SHA-256.
+    With `device_reads`, the device checks' before-snapshot is read in the start screen's round
+    trip and saved as `device-before.json`.
 
     Args:
         adb: The device layer.
@@ -214,6 +222,7 @@ def run_preflight(
         preflight: The suite's preflight settings.
         run_dir: The run directory.
         sleep: Waits `settleSeconds` (injected by tests).
+        device_reads: What the device checks and cleanup read before the agent starts.
 
     Returns:
         The device fingerprint and app build read this run, and the round trips spent.
@@ -276,12 +285,21 @@ def run_preflight(
         sleep(preflight.settle_seconds)
 
     texts: tuple[str, ...] = ()
+    before: DeviceReads | None = None
+    # The start screen is always saved (start-screen.xml + .png): one exec-out, the one the
+    # start-screen check needs anyway, so the PNG costs no extra round trip for such suites.
+    # The device checks' before-snapshot rides in the same round trip: both see the settled state.
+    if device_reads:
+        batch = read_device(adb, serial, device_reads, then=capture_script())
+        before = _saved_before(batch.reads, run_dir, log)
+        capture = save_capture(split_capture(batch.then_output), run_dir, "start-screen", log)
+    else:
+        capture = save_screen(adb, serial, run_dir, "start-screen", log)
     if preflight.start_screen_includes:
-        xml = dump_screen(adb, serial)
+        xml = hierarchy_of(capture, serial)
         texts = tuple(app_texts(parse_hierarchy(xml), package))
         missing = missing_texts(preflight.start_screen_includes, list(texts))
         if missing:
-            (run_dir / "start-screen.xml").write_text(xml, encoding="utf-8")
             raise PreflightError(
                 f"the start screen does not show {', '.join(repr(m) for m in missing)}; "
                 f"the app shows: {', '.join(repr(t) for t in texts[:20]) or '(no text of this app)'}; "
@@ -290,7 +308,32 @@ def run_preflight(
         log.write(f"start screen shows {list(preflight.start_screen_includes)}")
     trips = adb.round_trips - trips_before
     log.write(f"preflight done in {trips} adb round trips")
-    return PreflightResult(app_build=build, round_trips=trips, start_screen_texts=texts, device_fingerprint=fingerprint)
+    return PreflightResult(app_build=build, round_trips=trips, start_screen_texts=texts, device_fingerprint=fingerprint,
+                           device_before=before)
+
+
+def _saved_before(reads: DeviceReads, run_dir: Path, log: PreflightLog) -> DeviceReads:
+    path = save_reads(reads, run_dir, "before")
+    failed = [key for key, raw in reads.reads.items() if raw.status != 0]
+    log.write(f"device before-snapshot: {len(reads.reads)} reads -> {path.name}"
+              + (f" ({len(failed)} did not exit 0: {', '.join(failed)})" if failed else ""))
+    return reads
+
+
+def save_screen(adb: Adb, serial: str, run_dir: Path, stem: str, log: PreflightLog) -> ScreenCapture:
+    """Capture the screen in one round trip and write `<stem>.xml` and `<stem>.png` into `run_dir` (each when the device gave it)."""
+    return save_capture(capture_screen(adb, serial), run_dir, stem, log)
+
+
+def save_capture(capture: ScreenCapture, run_dir: Path, stem: str, log: PreflightLog) -> ScreenCapture:
+    """Write a capture's `<stem>.xml` and `<stem>.png` into `run_dir` (each when the device gave it)."""
+    if capture.xml is not None:
+        (run_dir / f"{stem}.xml").write_text(capture.xml, encoding="utf-8")
+    if capture.png is not None:
+        (run_dir / f"{stem}.png").write_bytes(capture.png)
+    for problem in capture.problems:
+        log.write(f"{stem}: {problem}")
+    return capture
 
 
 def _app_build_lines(output: str) -> str:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from pytest_agentbench.checks.base import DeviceReads
     from pytest_agentbench.device.uiautomator import UiNode
     from pytest_agentbench.suite import Suite
 
@@ -41,6 +42,21 @@ class ScreenSnapshot:
 
 
 @dataclass(frozen=True)
+class DeviceState:
+    """The device checks' reads: at the end of preflight and at the start of post-run (saved as device-before/after.json).
+
+    Attributes:
+        before: The before-snapshot's reads (None when the suite needs none).
+        after: The after-snapshot's reads (None when the device could not be read after the run).
+        unavailable: Why `after` is missing.
+    """
+
+    before: DeviceReads | None
+    after: DeviceReads | None
+    unavailable: str | None = None
+
+
+@dataclass(frozen=True)
 class Run:
     """One measured run of a suite, as the audit sees it.
 
@@ -56,6 +72,9 @@ class Run:
         device_fingerprint, app_build: Read by this run's preflight.
         preflight_round_trips: adb round trips preflight spent.
         server_build, server_build_components: The `serverBuild` fingerprint and its parts.
+        device_state: The device checks' before- and after-reads (None: the suite has no device checks).
+        shell_tools: Full names of the server's tools that run commands (profile + schemas).
+        cleanup: What cleanup did and left (`run.cleanup` report), shown but never judged.
         harness_seconds: The harness's own time around the agent (`preflightSeconds`,
             `setupSeconds`, `postRunSeconds`), measured by `run/execute.py`.
     """
@@ -78,6 +97,9 @@ class Run:
     preflight_round_trips: int | None = None
     server_build: str | None = None
     server_build_components: Mapping[str, str] = field(default_factory=dict)
+    device_state: DeviceState | None = None
+    shell_tools: frozenset[str] = frozenset()
+    cleanup: Mapping[str, Any] | None = None
     harness_seconds: Mapping[str, float] = field(default_factory=dict)
 
     @property
@@ -105,4 +127,21 @@ def audit_inputs(run: Run) -> dict[str, Any]:
         "probeError": run.probe_error,
         "deviceLost": run.device_lost,
         "screenUnavailableReason": run.screen.unavailable_reason if run.screen is not None else None,
+        "shellTools": sorted(run.shell_tools),
+        "deviceState": _device_state_inputs(run.device_state),
+    }
+
+
+#: Where a run directory keeps its device reads (checks/read.py writes them).
+DEVICE_BEFORE_FILE = "device-before.json"
+DEVICE_AFTER_FILE = "device-after.json"
+
+
+def _device_state_inputs(state: DeviceState | None) -> dict[str, Any] | None:
+    if state is None:
+        return None
+    return {
+        "before": DEVICE_BEFORE_FILE if state.before is not None else None,
+        "after": DEVICE_AFTER_FILE if state.after is not None else None,
+        "unavailableReason": state.unavailable,
     }

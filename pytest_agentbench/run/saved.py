@@ -7,10 +7,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pytest_agentbench.checks.read import load_reads
 from pytest_agentbench.device.uiautomator import parse_hierarchy
 from pytest_agentbench.errors import AgentbenchError, SavedRunError
-from pytest_agentbench.run.record import ProcessOutcome, Run, ScreenSnapshot
+from pytest_agentbench.run.record import DeviceState, ProcessOutcome, Run, ScreenSnapshot
 from pytest_agentbench.suite import load_suite
+from pytest_agentbench.suite.instance import instantiate
 
 
 def resolve_result_path(path: Path) -> Path:
@@ -69,6 +71,18 @@ def _screen(run_dir: Path, unavailable_reason: str | None, has_screen_checks: bo
     return ScreenSnapshot(None, unavailable_reason or "the run directory has no screen.xml")
 
 
+def _device_state(run_dir: Path, inputs: Mapping[str, Any], has_device_checks: bool) -> DeviceState | None:
+    """The device checks' reads as the run saved them (device-before.json, device-after.json, device-state/)."""
+    if not has_device_checks:
+        return None
+    saved = inputs.get("deviceState") or {}
+    after = load_reads(run_dir, "after")
+    unavailable = saved.get("unavailableReason")
+    if after is None and not unavailable:
+        unavailable = "the run directory has no device-after.json"
+    return DeviceState(load_reads(run_dir, "before"), after, unavailable)
+
+
 def load_run(result_path: Path, rootdir: Path) -> tuple[Run, dict[str, Any]]:
     """Rebuild a saved run's Run record; the suite is loaded again from its file.
 
@@ -90,6 +104,14 @@ def load_run(result_path: Path, rootdir: Path) -> tuple[Run, dict[str, Any]]:
         suite = load_suite(Path(saved["suiteFile"]), rootdir)
     except AgentbenchError as exc:
         raise SavedRunError(f"the suite of {run_dir} no longer loads: {exc}") from None
+    instance = saved.get("instance") or {}
+    if instance.get("repeat"):
+        # The same seeded instance the run was: its values fill the verify strings again.
+        try:
+            values = instance.get("values") if isinstance(instance.get("values"), dict) else None
+            suite = instantiate(suite, seed=int(instance.get("seed") or 0), repeat=int(instance["repeat"]), values=values)
+        except (TypeError, ValueError) as exc:
+            raise SavedRunError(f"{result_path}: its instance {instance!r} cannot be made again: {exc}") from None
     inputs = saved.get("auditInputs") or {}
     legacy_screen = (saved.get("screen") or {}).get("unavailableReason")
     fingerprints = saved.get("fingerprints") or {}
@@ -113,6 +135,9 @@ def load_run(result_path: Path, rootdir: Path) -> tuple[Run, dict[str, Any]]:
         preflight_round_trips=(saved.get("preflight") or {}).get("roundTrips"),
         server_build=fingerprints.get("serverBuild"),
         server_build_components=fingerprints.get("serverBuildComponents") or {},
+        device_state=_device_state(run_dir, inputs, bool(suite.verify.device)),
+        shell_tools=frozenset(inputs.get("shellTools") or ()),
+        cleanup=saved.get("cleanup"),
         harness_seconds=_harness_seconds(saved),
     )
     return run, saved

@@ -60,12 +60,16 @@ class ServerProfile:
         pin_env: The variable that pins the server to a serial (pinnable servers only).
         instructions_env: The variable set to ``1`` by ``--server-instructions``, if the server
             has an instructions switch.
+        screenshots_env: The variable set to ``1`` when the HTML report wants a screenshot
+            after each device call (servers/screenshots.py), if the server can take them.
         fixed_env: Variables always set in the server's environment.
         stale_build: Says why the server's build is older than its sources (None when it is
             not), for servers that run from a build; a stale build is refused, never measured.
         daemon: How the run's private daemon is found and stopped after the agent exits.
         agent_tools: Which of the server's tools ``agentbench-agent`` observes and acts with
             (None: the model agent cannot drive this server).
+        shell_tools: Short names of the server's tools that run commands (``verify.noShell``
+            counts them besides those whose schema takes a command, see ``probe.is_shell_schema``).
     """
 
     name: str
@@ -77,10 +81,12 @@ class ServerProfile:
     pinnable: bool = False
     pin_env: str | None = None
     instructions_env: str | None = None
+    screenshots_env: str | None = None
     fixed_env: Mapping[str, str] = field(default_factory=_frozen)
     stale_build: Callable[[], str | None] | None = None
     daemon: DaemonSpec = field(default_factory=DaemonSpec)
     agent_tools: AgentToolMap | None = None
+    shell_tools: tuple[str, ...] = ()
 
     def scrubs(self, variable: str) -> bool:
         """Tell whether an inherited variable must be removed before the run.
@@ -136,14 +142,32 @@ def agentbench_profile() -> ServerProfile:
             "AGENTBENCH_DB_DIR",
             "AGENTBENCH_SOCKET_DIR",
             "AGENTBENCH_MCP_INSTRUCTIONS",
+            "AGENTBENCH_SCREENSHOTS",
         ),
         keep=(),
         build_files=(str(PACKAGE_ROOT / "**" / "*.py"), str(PACKAGE_ROOT / "schema" / "*.json")),
         pinnable=True,
         pin_env="AGENTBENCH_DEVICE_SERIAL",
         instructions_env="AGENTBENCH_MCP_INSTRUCTIONS",
+        screenshots_env="AGENTBENCH_SCREENSHOTS",
         daemon=DaemonSpec(socket_dir_env="AGENTBENCH_SOCKET_DIR"),
         agent_tools=AGENTBENCH_TOOLS,
+    )
+
+
+def adb_shell_profile() -> ServerProfile:
+    """Raw adb as an MCP server (``pytest_agentbench.mcp_server.adb_shell``): one `shell` tool on the pinned phone."""
+    return ServerProfile(
+        name="adb-shell",
+        command=(sys.executable, "-m", "pytest_agentbench.mcp_server.adb_shell"),
+        private_state=_frozen({"AGENTBENCH_LOG_DIR": "logs", "AGENTBENCH_SOCKET_DIR": "sock"}),
+        scrub=("AGENTBENCH_DEVICE_SERIAL", "AGENTBENCH_DATA_DIR", "AGENTBENCH_LOG_DIR", "AGENTBENCH_DB_DIR",
+               "AGENTBENCH_SOCKET_DIR", "AGENTBENCH_MCP_INSTRUCTIONS"),
+        build_files=(str(PACKAGE_ROOT / "mcp_server" / "*.py"), str(PACKAGE_ROOT / "device" / "*.py")),
+        pinnable=True,
+        pin_env="AGENTBENCH_DEVICE_SERIAL",
+        daemon=DaemonSpec(socket_dir_env="AGENTBENCH_SOCKET_DIR"),
+        shell_tools=("shell",),
     )
 
 
@@ -236,7 +260,7 @@ def mobile_mcp_profile() -> ServerProfile:
     )
 
 
-PROFILE_NAMES = ("agentbench", "auto-mobile", "mobile-mcp")
+PROFILE_NAMES = ("agentbench", "auto-mobile", "mobile-mcp", "adb-shell")
 
 
 def get_profile(name: str, *, automobile_dir: Path | None = None) -> ServerProfile:
@@ -264,4 +288,6 @@ def get_profile(name: str, *, automobile_dir: Path | None = None) -> ServerProfi
         return auto_mobile_profile(automobile_dir)
     if name == "mobile-mcp":
         return mobile_mcp_profile()
+    if name == "adb-shell":
+        return adb_shell_profile()
     raise ConfigError(f"agentbench_server = {name!r} is not a known MCP server profile; expected one of {', '.join(PROFILE_NAMES)}")

@@ -1,18 +1,17 @@
-"""An MCP server's config entry -> its device-aware tool names, read from the server's own `tools/list`."""
+"""An MCP server's config entry -> its device-aware and its shell tool names, read from the server's own `tools/list`."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import tempfile
+import time
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
-
 from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.servers.mcpclient import McpClientError, McpTimeout, StdioClient
 
 #: Inventory and control tools that never count as device use, even with a `device` property:
 #: AutoMobile's listDevices / setToolEnabled and mobile-mcp's device fleet and account tools
@@ -27,6 +26,10 @@ NEVER_DEVICE_AWARE = frozenset({
     "mobile_login_to_cloud_provider",
 })
 _MAX_REF_DEPTH = 16
+#: A tool runs commands when its input schema has one of these string properties: the rule for
+#: "any MCP tool whose schema runs commands" (`verify.noShell`). No UI tool of the built-in
+#: server, AutoMobile or mobile-mcp 1.0.4 takes one.
+SHELL_ARGUMENTS = ("command", "cmd", "shellCommand", "shell_command", "script")
 
 
 def _resolve(schema: Any, root: Mapping[str, Any], depth: int = 0) -> Any:
@@ -78,6 +81,41 @@ def is_device_aware_schema(name: str, input_schema: Mapping[str, Any] | None) ->
     return _accepts_string(properties["device"], root)
 
 
+def is_shell_schema(input_schema: Mapping[str, Any] | None) -> bool:
+    """A tool is a shell when its input schema has a string property named in SHELL_ARGUMENTS.
+
+    Args:
+        input_schema: The tool's JSON Schema for its arguments.
+
+    Returns:
+        True for tools that take a command line to run.
+    """
+    if not isinstance(input_schema, Mapping):
+        return False
+    schema = _resolve(input_schema, input_schema)
+    properties = schema.get("properties") if isinstance(schema, Mapping) else None
+    if not isinstance(properties, Mapping):
+        return False
+    return any(name in properties and _accepts_string(properties[name], input_schema) for name in SHELL_ARGUMENTS)
+
+
+@dataclass(frozen=True)
+class ToolClasses:
+    """A server's tools as the audit needs them: full names of the device-aware ones and of the shells."""
+
+    device_aware: frozenset[str]
+    shell: frozenset[str]
+
+
+def classify_tools(server_name: str, tools: Iterable[tuple[str, Mapping[str, Any] | None]]) -> ToolClasses:
+    """Full agent-side names (`mcp__<server>__<tool>`) of the device-aware and the shell tools in a listing."""
+    listed = list(tools)
+    return ToolClasses(
+        device_aware_tool_names(server_name, listed),
+        frozenset(f"mcp__{server_name}__{name}" for name, schema in listed if is_shell_schema(schema)),
+    )
+
+
 def device_aware_tool_names(server_name: str, tools: Iterable[tuple[str, Mapping[str, Any] | None]]) -> frozenset[str]:
     """Full agent-side names (`mcp__<server>__<tool>`) of the device-aware tools in a listing."""
     return frozenset(f"mcp__{server_name}__{name}" for name, schema in tools if is_device_aware_schema(name, schema))
@@ -101,17 +139,18 @@ def list_server_tools(server: Mapping[str, Any], *, environ: Mapping[str, str], 
     """
     with tempfile.TemporaryDirectory(prefix="agentbench-probe-") as scratch:
         env = {**environ, **_redirect_state(server.get("env") or {}, Path(scratch))}
-        params = StdioServerParameters(command=server["command"], args=list(server.get("args") or []), env=env, cwd=scratch)
+        command, args = server["command"], [str(arg) for arg in server.get("args") or []]
+        deadline = time.monotonic() + timeout_s
         try:
-            return asyncio.run(asyncio.wait_for(_list(params, Path(scratch)), timeout_s))
-        except (asyncio.TimeoutError, TimeoutError):
-            raise AgentbenchError(
-                f"the MCP server `{server['command']}` did not list its tools within {timeout_s:.0f}s"
-            ) from None
-        except Exception as exc:  # noqa: BLE001 - any start-up failure is the same story for the user
-            raise AgentbenchError(
-                f"could not list the tools of the MCP server `{server['command']} {' '.join(server.get('args') or [])}`: {exc}"
-            ) from None
+            with open(Path(scratch) / "server.stderr", "w") as errlog:
+                with StdioClient(command, args, env=env, cwd=scratch, errlog=errlog) as client:
+                    client.initialize(timeout_s=deadline - time.monotonic())
+                    listing = client.list_tools(timeout_s=deadline - time.monotonic())
+        except McpTimeout:
+            raise AgentbenchError(f"the MCP server `{command}` did not list its tools within {timeout_s:.0f}s") from None
+        except McpClientError as exc:
+            raise AgentbenchError(f"could not list the tools of the MCP server `{command} {' '.join(args)}`: {exc}") from None
+    return [(tool["name"], dict(tool.get("inputSchema") or {})) for tool in listing]
 
 
 def _redirect_state(server_env: Mapping[str, str], scratch: Path) -> dict[str, str]:
@@ -127,15 +166,6 @@ def _redirect_state(server_env: Mapping[str, str], scratch: Path) -> dict[str, s
     return redirected
 
 
-async def _list(params: StdioServerParameters, scratch: Path) -> list[tuple[str, dict]]:
-    with open(scratch / "server.stderr", "w") as errlog:
-        async with stdio_client(params, errlog=errlog) as (read, write):
-            async with ClientSession(read, write) as session:
-                await session.initialize()
-                listing = await session.list_tools()
-    return [(tool.name, dict(tool.input_schema or {})) for tool in listing.tools]
-
-
 def probe_device_aware_tools(mcp_config: Mapping[str, Any], *, environ: Mapping[str, str] | None = None) -> frozenset[str]:
     """Device-aware full tool names of the single server in an MCP config.
 
@@ -146,6 +176,19 @@ def probe_device_aware_tools(mcp_config: Mapping[str, Any], *, environ: Mapping[
     Returns:
         Names like `mcp__agentbench__tapOn`.
     """
+    return probe_tools(mcp_config, environ=environ).device_aware
+
+
+def probe_tools(mcp_config: Mapping[str, Any], *, environ: Mapping[str, str] | None = None) -> ToolClasses:
+    """The device-aware and the shell tools of the single server in an MCP config (one `tools/list`).
+
+    Args:
+        mcp_config: The generated config (`{"mcpServers": {name: entry}}`).
+        environ: The inherited environment (default `os.environ`).
+
+    Returns:
+        Full names, e.g. `mcp__agentbench__tapOn`, `mcp__adb-shell__shell`.
+    """
     ((name, entry),) = mcp_config["mcpServers"].items()
     tools = list_server_tools(entry, environ=dict(os.environ if environ is None else environ))
-    return device_aware_tool_names(name, tools)
+    return classify_tools(name, tools)

@@ -7,20 +7,30 @@ import json
 import math
 import re
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from collections.abc import Mapping
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
 import yaml
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
 from pytest_agentbench.errors import SuiteError
+from pytest_agentbench.suite.device_rules import device_problems
+from pytest_agentbench.suite import params
+
+if TYPE_CHECKING:
+    from pytest_agentbench.suite.instance import Instance
 
 PLACEHOLDERS = ("deviceSerial", "packageName", "runDirectory")
+# Top-level keys whose strings seeded params never fill: the suite's identity and files, the app,
+# the declaration itself, the recorded baseline, and the agent settings (of which only the system
+# prompt is text; see fillable). Every other key is filled, so a key added later (device checks)
+# gets its {placeholders} filled without a change here.
+UNFILLED_KEYS = frozenset({"name", "platform", "prompt", "app", "params", "baseline", "baselineToolSequence", "claude"})
 # Anything that looks like a placeholder; other braces (JSON in a prompt) are left alone.
 _PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # Android SharedPreferences are read back by JavaScript-era tooling too: larger ints lose digits.
@@ -64,10 +74,16 @@ class ClaudeSpec:
 
 @dataclass(frozen=True)
 class VerifySpec:
-    """The hard checks: texts the final answer and the post-run screen must show."""
+    """The hard checks: texts the final answer and the post-run screen must show, device checks, shell use.
+
+    ``device`` keeps the validated `verify.device` entries as mappings; the checks stage
+    (`checks.parse_device_checks`) turns them into typed specs.
+    """
 
     answer_includes: tuple[str, ...]
     screen_includes: tuple[str, ...]
+    device: tuple[Mapping[str, Any], ...] = ()
+    no_shell: bool = False
 
 
 @dataclass(frozen=True)
@@ -89,6 +105,20 @@ class Suite:
     baseline: dict | None
     baseline_tool_sequence: tuple[str, ...]
     raw: dict
+    #: The validated `cleanup:` steps (mappings), run after the post-run reads.
+    cleanup: tuple[Mapping[str, Any], ...] = ()
+    #: The validated `prove:` block, or None.
+    prove: Mapping[str, Any] | None = None
+    #: The seeded task instance this suite is (None: the suite as loaded, nothing filled).
+    instance: Instance | None = None
+    #: The suite as declared, before its params were filled (None: this is it). Its raw mapping
+    #: and prompt text feed the suite digest, so the digest covers the declaration, not the values.
+    template: Suite | None = None
+
+    @property
+    def declared(self) -> Suite:
+        """The suite as declared in its file: the template of an instance, else itself."""
+        return self.template if self.template is not None else self
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -215,10 +245,22 @@ def _non_string_keys(value: Any, path: list[Any]) -> list[str]:
     return problems
 
 
-def _placeholder_problems(where: str, text: str) -> list[str]:
-    unknown = sorted({m.group(1) for m in _PLACEHOLDER_RE.finditer(text)} - set(PLACEHOLDERS))
-    allowed = ", ".join(f"{{{p}}}" for p in PLACEHOLDERS)
-    return [f"{where}: unknown placeholder {{{name}}}; expected only {allowed}" for name in unknown]
+def fillable(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The parts of a suite mapping whose strings seeded params fill.
+
+    Every top-level key except UNFILLED_KEYS, plus `claude.appendSystemPrompt`. The prompt file's
+    text is filled too (it is not part of the mapping).
+    """
+    parts = {key: value for key, value in data.items() if key not in UNFILLED_KEYS}
+    claude = data.get("claude")
+    if isinstance(claude, Mapping) and "appendSystemPrompt" in claude:
+        parts["claude"] = {"appendSystemPrompt": claude["appendSystemPrompt"]}
+    return parts
+
+
+def _declared_params(data: Mapping[str, Any]) -> dict[str, Any]:
+    declaration = data.get("params")
+    return dict(declaration) if isinstance(declaration, Mapping) else {}
 
 
 def _pref_value_problems(where: str, value: Any) -> list[str]:
@@ -245,7 +287,7 @@ def _pref_value_problems(where: str, value: Any) -> list[str]:
     return []
 
 
-def _read_prompt(suite_path: Path, prompt: str, problems: list[str]) -> tuple[Path, str]:
+def _read_prompt(suite_path: Path, prompt: str, problems: list[str], declared: Mapping[str, Any]) -> tuple[Path, str]:
     prompt_path = (suite_path.parent / prompt).resolve()
     if Path(prompt).is_absolute():
         problems.append(f"prompt: expected a path relative to the suite file, got absolute {prompt!r}")
@@ -263,7 +305,7 @@ def _read_prompt(suite_path: Path, prompt: str, problems: list[str]) -> tuple[Pa
         return prompt_path, ""
     if not text.strip():
         problems.append(f"prompt: expected a non-empty prompt, got an empty file {prompt!r}")
-    problems += _placeholder_problems("prompt", text)
+    problems += params.placeholder_problems(text, declared, where="prompt")
     return prompt_path, text
 
 
@@ -272,15 +314,16 @@ def _code_rules(path: Path, data: dict, rootdir: Path, problems: list[str]) -> t
     name = data.get("name")
     if isinstance(name, str) and name != path.stem:
         problems.append(f"name: expected {path.stem!r} (the file name without .yml), got {name!r}")
+    declared = _declared_params(data)
+    problems += params.rule_problems(declared)
     prompt_path, prompt_text = path.parent / "?", ""
     if isinstance(data.get("prompt"), str) and data["prompt"]:
-        prompt_path, prompt_text = _read_prompt(path, data["prompt"], problems)
+        prompt_path, prompt_text = _read_prompt(path, data["prompt"], problems, declared)
+    # Unknown {placeholders} anywhere params would fill them: a typo must not reach a device check.
+    problems += params.placeholder_problems(fillable(data), declared, where="")
     app = data.get("app")
     if isinstance(app, dict) and isinstance(app.get("apkPath"), str) and Path(app["apkPath"]).is_absolute():
         problems.append(f"app.apkPath: expected a path relative to the rootdir ({rootdir}), got absolute {app['apkPath']!r}")
-    claude = data.get("claude")
-    if isinstance(claude, dict) and isinstance(claude.get("appendSystemPrompt"), str):
-        problems += _placeholder_problems("claude.appendSystemPrompt", claude["appendSystemPrompt"])
     preflight = data.get("preflight")
     prefs = preflight.get("sharedPreferences") if isinstance(preflight, dict) else None
     if isinstance(prefs, dict):
@@ -288,6 +331,7 @@ def _code_rules(path: Path, data: dict, rootdir: Path, problems: list[str]) -> t
             if isinstance(values, dict):
                 for key, value in values.items():
                     problems += _pref_value_problems(f"preflight.sharedPreferences.{file_name}.{key}", value)
+    problems += device_problems(data)
     return prompt_path, prompt_text
 
 
@@ -369,7 +413,8 @@ def preflight_spec(preflight: Mapping[str, Any]) -> PreflightSpec:
     )
 
 
-def _build(path: Path, data: dict, line: int, rootdir: Path, prompt_path: Path, prompt_text: str) -> Suite:
+def build_suite(path: Path, data: dict, line: int, app: AppSpec, prompt_path: Path, prompt_text: str) -> Suite:
+    """Validated suite data -> the typed Suite (load_suite's last step; instances rebuild through it)."""
     claude = data.get("claude", {})
     verify = data["verify"]
     allowed = claude.get("allowedTools")
@@ -382,7 +427,7 @@ def _build(path: Path, data: dict, line: int, rootdir: Path, prompt_path: Path, 
         platform=data["platform"],
         prompt_path=prompt_path,
         prompt_text=prompt_text,
-        app=app_spec(data["app"], rootdir),
+        app=app,
         preflight=preflight_spec(data.get("preflight", {})),
         claude=ClaudeSpec(
             model=claude.get("model"),
@@ -395,7 +440,9 @@ def _build(path: Path, data: dict, line: int, rootdir: Path, prompt_path: Path, 
         ),
         verify=VerifySpec(
             answer_includes=tuple(verify.get("answerIncludes", ())),
-            screen_includes=tuple(verify["screenIncludes"]),
+            screen_includes=tuple(verify.get("screenIncludes", ())),
+            device=tuple(verify.get("device", ())),
+            no_shell=bool(verify.get("noShell", False)),
         ),
         failure_patterns=tuple(data.get("failurePatterns", ())),
         ignored_failure_patterns=tuple(data.get("ignoredFailurePatterns", ())),
@@ -403,6 +450,8 @@ def _build(path: Path, data: dict, line: int, rootdir: Path, prompt_path: Path, 
         baseline=data.get("baseline") or None,
         baseline_tool_sequence=tuple(data.get("baselineToolSequence", ())),
         raw=data,
+        cleanup=tuple(data.get("cleanup", ())),
+        prove=data.get("prove"),
     )
 
 
@@ -430,7 +479,7 @@ def load_suite(path: Path, rootdir: Path) -> Suite:
     problems, prompt_path, prompt_text = validate_suite_data(path, data, Path(rootdir))
     if problems:
         raise SuiteError(shown, problems)
-    return _build(path, data, line, Path(rootdir), prompt_path, prompt_text)
+    return build_suite(path, data, line, app_spec(data["app"], Path(rootdir)), prompt_path, prompt_text)
 
 
 def fill_placeholders(text: str, *, device_serial: str, package_name: str, run_directory: str) -> str:

@@ -191,6 +191,8 @@ def run(argv: list[str], *, stdin: TextIO, stdout: TextIO, stderr: TextIO, envir
     connection = McpConnection(
         servers=[McpServer(name, config) for name, config in configs.items()],
         permissions=Permissions.from_args(args), stderr=stderr, environ=environ, program=PROGRAM,
+        # Issue 12's contract: the model agent reaches the phone through the official MCP client.
+        client="sdk",
     )
     settings = LoopSettings(model=model, max_turns=max_turns, system_prompt=_system_prompt(args), budget_usd=budget)
     result = anyio.run(

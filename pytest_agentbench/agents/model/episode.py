@@ -108,7 +108,7 @@ def run_episode(args: argparse.Namespace, *, serial: str, stdout: TextIO, stderr
         connection = McpConnection(
             servers=[McpServer(entry["name"], entry["config"])],
             permissions=Permissions(allowed=[f"mcp__{entry['name']}"], disallowed=[]),
-            stderr=stderr, environ=environ, program=PROGRAM,
+            stderr=stderr, environ=environ, program=PROGRAM, client="sdk",
         )
         sink: TextIO = open(args.stream, "w", encoding="utf-8") if args.stream else io.StringIO()  # noqa: SIM115
         with sink:

@@ -113,8 +113,17 @@ def format_session(session: SessionStats) -> str:
 
 
 def points(fraction: float, *, signed: bool = True) -> str:
-    """A difference of rates in percentage points: ``+20``, ``-50``, ``0``."""
+    """A difference of rates in percentage points: ``+20``, ``-50``, ``0``; ``-0.3`` rather than a ``0`` that is not zero.
+
+    An interval end just below zero must not read as ``0``: the verdict may say the interval
+    excludes zero, and the printed end has to agree.
+    """
     value = round(fraction * 100)
+    if value == 0 and fraction != 0:
+        shown = f"{fraction * 100:+.1f}" if signed else f"{fraction * 100:.1f}"
+        if shown.lstrip("+-") != "0.0":
+            return shown
+        return f"{fraction * 100:+.2g}" if signed else f"{fraction * 100:.2g}"
     return f"{value:+d}" if signed and value else f"{value:d}"
 
 

@@ -1,0 +1,184 @@
+"""`content`: a content-provider query (`content query --uri ...`) -> rows -> matching rows -> Check.
+
+```yaml
+- kind: content
+  name: saved-contact
+  uri: content://com.android.contacts/data/phones
+  projection: [display_name, data1]
+  where: "display_name='Pickup 4821'"       # optional, passed to --where
+  match:                                    # a row matches when every column matches
+    display_name: Pickup 4821               # a bare value means equals
+    data1: {digits: "555-123-0001"}         # phone numbers compare by digit suffix: the editor may add +1
+  new: true                                 # only rows that were not there before the run count
+  count: 1                                  # exactly this many matching rows (default: at least one)
+  root: false                               # query as root (su 0) for providers the shell may not read
+```
+
+A matcher's operand may be read from the device: `{contains: {fromPrefs: {package, file, key}}}`
+compares with what an app's SharedPreferences hold after the run (a code random per run that the
+agent had to carry into a contact); the file is read in the same batch, as root.
+
+Values are compared as the command prints them (text): `equals: 1` matches `1`, NULL is absent.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_agentbench.checks.base import (
+    Check,
+    CheckContext,
+    DeviceReads,
+    Read,
+    failed,
+    passed,
+    root_file_read,
+    show,
+    snapshot_error,
+    unreadable,
+)
+from pytest_agentbench.checks.prefs import parse_prefs_xml
+from pytest_agentbench.checks.provider import parse_rows, provider_error, query_read
+from pytest_agentbench.checks.values import Matcher, PrefRef, parse_matcher
+
+KIND = "content"
+USES_BEFORE = True
+_SHOWN_ROWS = 5
+
+
+@dataclass(frozen=True)
+class Spec:
+    name: str
+    uri: str
+    projection: tuple[str, ...]
+    where: str | None
+    match: tuple[tuple[str, Matcher], ...]
+    count: int | None = None
+    new: bool = False
+    root: bool = False
+
+    @property
+    def authority(self) -> str:
+        return self.uri.split("://", 1)[-1].split("/", 1)[0]
+
+    def describe(self) -> str:
+        what = ", ".join(f"{column} {matcher.describe()}" for column, matcher in self.match) or "any row"
+        how_many = "at least one" if self.count is None else f"exactly {self.count}"
+        fresh = " new" if self.new else ""
+        plural = "s" if self.count not in (None, 1) else ""
+        return f"{how_many}{fresh} row{plural} of {self.uri} where {what}"
+
+
+def parse(entry: Mapping[str, Any]) -> Spec:
+    """A validated `verify.device` entry -> Spec."""
+    match = tuple((column, parse_matcher(raw)) for column, raw in (entry.get("match") or {}).items())
+    return Spec(entry["name"], entry["uri"], tuple(entry["projection"]), entry.get("where"), match,
+                entry.get("count"), bool(entry.get("new", False)), bool(entry.get("root", False)))
+
+
+def _refs(spec: Spec) -> list[PrefRef]:
+    return [matcher.value for _, matcher in spec.match if isinstance(matcher.value, PrefRef)]
+
+
+def reads(spec: Spec) -> tuple[Read, ...]:
+    query = query_read(spec.uri, spec.projection, where=spec.where, root=spec.root)
+    files = {ref.path: root_file_read(ref.path) for ref in _refs(spec)}
+    return (query, *files.values())
+
+
+def resolve_refs(refs: list[PrefRef], device: DeviceReads) -> dict[str, dict[str, Any]]:
+    """Each operand read from the device: ref id -> {"value"} or {"error": sentence}."""
+    resolved: dict[str, dict[str, Any]] = {}
+    for ref in refs:
+        raw = device.get(root_file_read(ref.path).key)
+        problem = unreadable(raw, f"the preferences file {ref.path}")
+        if problem is None:
+            try:
+                entry = parse_prefs_xml(raw.text).get(ref.key)  # type: ignore[union-attr]
+            except ValueError as exc:
+                entry, problem = None, f"{ref.path} is {exc}"
+            if problem is None and entry is None:
+                problem = f"{ref.path} has no {ref.key}"
+        resolved[ref.ref_id] = {"error": problem} if problem else {"value": entry["value"]}  # type: ignore[index]
+    return resolved
+
+
+def rows_snapshot(raw_text: str | None, columns: tuple[str, ...], what: str, raw: Any) -> dict[str, Any]:
+    """A query's rows, or the sentence why there are none to judge (shared with `media`)."""
+    problem = unreadable(raw, what)
+    if problem:
+        return snapshot_error(problem)
+    error = provider_error(raw_text or "")
+    if error:
+        return snapshot_error(error)
+    try:
+        return {"rows": parse_rows(raw_text or "", columns)}
+    except ValueError as exc:
+        return snapshot_error(f"the output of the query of {what} does not parse: {exc}")
+
+
+def snapshot(spec: Spec, device: DeviceReads) -> dict[str, Any]:
+    raw = device.get(reads(spec)[0].key)
+    data = rows_snapshot(raw.text if raw else None, spec.projection, spec.uri, raw)
+    refs = _refs(spec)
+    if refs and "error" not in data:
+        data["refs"] = resolve_refs(refs, device)
+    return data
+
+
+def new_rows(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows of `after` that `before` did not have (as a multiset: a duplicate counts once more)."""
+    left = Counter(show(row) for row in before)
+    fresh = []
+    for row in after:
+        key = show(row)
+        if left[key]:
+            left[key] -= 1
+        else:
+            fresh.append(row)
+    return fresh
+
+
+def _matches(match: tuple[tuple[str, Matcher], ...], row: Mapping[str, Any], answer: str | None) -> bool:
+    return all(matcher.test(row.get(column) is not None, row.get(column), text=True, answer=answer)
+               for column, matcher in match)
+
+
+def _resolved(spec: Spec, refs: Mapping[str, Any]) -> tuple[tuple[tuple[str, Matcher], ...], str | None]:
+    """The matchers with their device-read operands filled in, or why one could not be read."""
+    match = []
+    for column, matcher in spec.match:
+        if isinstance(matcher.value, PrefRef):
+            entry = refs.get(matcher.value.ref_id) or {"error": f"{matcher.value.describe()} was not read"}
+            if "error" in entry:
+                return (), f"the value {column} is compared with could not be read: {entry['error']}"
+            matcher = Matcher(matcher.op, entry["value"])
+        match.append((column, matcher))
+    return tuple(match), None
+
+
+def validate(before: Mapping[str, Any] | None, after: Mapping[str, Any], spec: Spec, context: CheckContext) -> Check:
+    """Count the rows (new rows only, with `new`) that match every column matcher."""
+    expected = spec.describe()
+    if "error" in after:
+        return failed(KIND, spec.name, expected, after["error"])
+    rows = after["rows"]
+    if spec.new:
+        if before is None or "error" in before:
+            why = (before or {}).get("error", "there is no before-snapshot")
+            return failed(KIND, spec.name, expected, f"new rows cannot be told apart: before the run, {why}")
+        rows = new_rows(before["rows"], rows)
+    match, problem = _resolved(spec, after.get("refs") or {})
+    if problem:
+        return failed(KIND, spec.name, expected, problem)
+    matching = [row for row in rows if _matches(match, row, context.answer)]
+    ok = len(matching) >= 1 if spec.count is None else len(matching) == spec.count
+    scope = "new row" if spec.new else "row"
+    seen = f"{len(rows)} {scope}{'s' if len(rows) != 1 else ''}, {len(matching)} matching"
+    shown = matching if ok else rows
+    if shown:
+        seen += f": {show(shown[:_SHOWN_ROWS])}" + (" …" if len(shown) > _SHOWN_ROWS else "")
+    return passed(KIND, spec.name, expected, seen) if ok else failed(KIND, spec.name, expected, seen)

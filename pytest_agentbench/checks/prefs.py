@@ -1,0 +1,163 @@
+"""`sharedPreferences`: a key of any app's private SharedPreferences file, read as root -> typed values -> Check.
+
+```yaml
+- kind: sharedPreferences
+  name: world-clock
+  package: com.android.deskclock
+  file: clocks                 # shared_prefs/clocks.xml
+  key: world_clocks            # only this key is read: a home time zone elsewhere never passes it
+  contains: Asia/Tokyo         # or equals / matches / exists; `anyOf: [{key, <matcher>}]` for alternatives
+  type: set                    # optional: the tag the value must be stored under
+```
+
+Values keep Android's type tags (`boolean int long float string set`): `equals: true` does not
+match the string "true", as `SharedPreferences.getBoolean` would not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import defusedxml.ElementTree as SafeET
+
+from pytest_agentbench.checks.base import (
+    Check,
+    CheckContext,
+    DeviceReads,
+    Read,
+    app_path,
+    failed,
+    passed,
+    root_file_read,
+    show,
+    snapshot_error,
+    unreadable,
+)
+from pytest_agentbench.checks.values import MATCHER_KEYS, Matcher, parse_matcher
+
+KIND = "sharedPreferences"
+USES_BEFORE = False
+TAGS = ("boolean", "int", "long", "float", "string", "set")
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """One key, what its value must satisfy, and optionally the tag it must be stored under."""
+
+    key: str
+    matcher: Matcher
+    tag: str | None = None
+
+    def describe(self) -> str:
+        typed = f" (a <{self.tag}>)" if self.tag else ""
+        return f"{self.key} {self.matcher.describe()}{typed}"
+
+
+@dataclass(frozen=True)
+class Spec:
+    name: str
+    package: str
+    file: str
+    alternatives: tuple[Expectation, ...]
+
+    @property
+    def path(self) -> str:
+        return app_path(self.package, f"shared_prefs/{self.file}")
+
+    def describe(self) -> str:
+        parts = [alternative.describe() for alternative in self.alternatives]
+        return parts[0] if len(parts) == 1 else "any of: " + "; ".join(parts)
+
+
+def _expectation(entry: Mapping[str, Any]) -> Expectation:
+    matcher_part = {key: value for key, value in entry.items() if key in MATCHER_KEYS}
+    return Expectation(entry["key"], parse_matcher(matcher_part), entry.get("type"))
+
+
+def parse(entry: Mapping[str, Any]) -> Spec:
+    """A validated `verify.device` entry -> Spec."""
+    file_name = entry["file"] if entry["file"].endswith(".xml") else entry["file"] + ".xml"
+    alternatives = [_expectation(item) for item in entry["anyOf"]] if "anyOf" in entry else [_expectation(entry)]
+    return Spec(entry["name"], entry["package"], file_name, tuple(alternatives))
+
+
+def reads(spec: Spec) -> tuple[Read, ...]:
+    return (root_file_read(spec.path),)
+
+
+def parse_prefs_xml(text: str) -> dict[str, dict[str, Any]]:
+    """Android's SharedPreferences XML -> key -> {"tag", "value"} (a set's value is a sorted list).
+
+    Raises:
+        ValueError: The text is not a `<map>` of typed entries.
+    """
+    try:
+        root = SafeET.fromstring(text)
+    except SafeET.ParseError as exc:
+        raise ValueError(f"not SharedPreferences XML ({exc})") from None
+    if root.tag != "map":
+        raise ValueError(f"not SharedPreferences XML (the root element is <{root.tag}>, not <map>)")
+    values: dict[str, dict[str, Any]] = {}
+    for node in root:
+        name = node.get("name")
+        if name is None or node.tag not in TAGS:
+            continue
+        raw = node.get("value")
+        try:
+            if node.tag == "boolean":
+                value: Any = raw == "true"
+            elif node.tag in ("int", "long"):
+                value = int(raw or "")
+            elif node.tag == "float":
+                value = float(raw or "")
+            elif node.tag == "string":
+                value = node.text or ""
+            else:
+                value = sorted((child.text or "") for child in node if child.tag == "string")
+        except ValueError:
+            raise ValueError(f"the <{node.tag}> {name!r} holds {raw!r}, which is not a {node.tag}") from None
+        values[name] = {"tag": node.tag, "value": value}
+    return values
+
+
+def snapshot(spec: Spec, device: DeviceReads) -> dict[str, Any]:
+    read = reads(spec)[0]
+    raw = device.get(read.key)
+    problem = unreadable(raw, f"the preferences file {spec.path}")
+    if problem:
+        return snapshot_error(problem)
+    try:
+        return {"file": spec.path, "values": parse_prefs_xml(raw.text)}  # type: ignore[union-attr]
+    except ValueError as exc:
+        return snapshot_error(f"{spec.path} is {exc}")
+
+
+def _holds(expectation: Expectation, values: Mapping[str, Any], answer: str | None) -> bool:
+    entry = values.get(expectation.key)
+    if entry is None:
+        return expectation.matcher.test(False)
+    if expectation.tag is not None and entry["tag"] != expectation.tag:
+        return False
+    value = set(entry["value"]) if entry["tag"] == "set" else entry["value"]
+    return expectation.matcher.test(True, value, answer=answer)
+
+
+def _seen(expectation: Expectation, values: Mapping[str, Any]) -> str:
+    entry = values.get(expectation.key)
+    if entry is None:
+        return f"{expectation.key} is not in the file"
+    return f"{expectation.key} is <{entry['tag']}> {show(entry['value'])}"
+
+
+def validate(before: Mapping[str, Any] | None, after: Mapping[str, Any], spec: Spec, context: CheckContext) -> Check:
+    """Pass when any alternative holds in the after-snapshot; only the named keys are looked at."""
+    expected = f"{spec.describe()} in {spec.path}"
+    if "error" in after:
+        return failed(KIND, spec.name, expected, after["error"])
+    values = after["values"]
+    seen = "; ".join(_seen(alternative, values) for alternative in spec.alternatives)
+    if any(_holds(alternative, values, context.answer) for alternative in spec.alternatives):
+        return passed(KIND, spec.name, expected, seen)
+    return failed(KIND, spec.name, expected, f"{seen} (in {spec.path})")

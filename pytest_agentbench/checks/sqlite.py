@@ -1,0 +1,212 @@
+"""`sqlite`: an app database copied off the device as root and queried on the host, read-only -> rows -> Check.
+
+```yaml
+- kind: sqlite
+  name: pinned-thread
+  package: com.google.android.apps.messaging
+  database: bugle_db                 # databases/bugle_db (a path with '/' is relative to /data/data/PKG)
+  query: >-                          # pins live in their own table: join it
+    SELECT c.name FROM conversations c JOIN pinned_conversations p ON p.conversation_id = c._id
+  rows: [["Alice"]]                  # exactly these rows (any order; `ordered: true` for order)
+# or `includes: [[...]]` (these rows among others) or `count: N`
+```
+
+No query runs on the phone: the database file (and its `-wal` and `-journal`, when there) comes
+back base64-encoded in the batched read, is written to a private temporary directory, and is opened
+with `mode=ro`. A database the app was writing (a hot journal), a corrupt file or a missing one
+fails the check with a sentence.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import sqlite3
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_agentbench.checks.base import (
+    Check,
+    CheckContext,
+    DeviceReads,
+    RawRead,
+    Read,
+    app_path,
+    cut,
+    failed,
+    is_missing_file,
+    passed,
+    root_file_read,
+    show,
+    snapshot_error,
+    unreadable,
+)
+from pytest_agentbench.checks.values import same_value
+
+KIND = "sqlite"
+USES_BEFORE = False
+#: Companion files SQLite needs to see the database as the app last wrote it.
+COMPANIONS = ("-wal", "-journal")
+
+
+@dataclass(frozen=True)
+class Spec:
+    name: str
+    package: str
+    database: str
+    query: str
+    expect: str  # "rows", "includes" or "count"
+    rows: tuple[tuple[Any, ...], ...] = ()
+    count: int | None = None
+    ordered: bool = False
+
+    @property
+    def device_path(self) -> str:
+        relative = self.database if "/" in self.database else f"databases/{self.database}"
+        return app_path(self.package, relative)
+
+    def describe(self) -> str:
+        if self.expect == "count":
+            return f"{self.count} row{'s' if self.count != 1 else ''}"
+        rows = show([list(row) for row in self.rows])
+        if self.expect == "includes":
+            return f"rows including {rows}"
+        return f"exactly the rows {rows}{' in this order' if self.ordered else ''}"
+
+
+def _sqlite_value(value: Any) -> Any:
+    # SQLite has no booleans: true is stored as 1.
+    return int(value) if isinstance(value, bool) else value
+
+
+def parse(entry: Mapping[str, Any]) -> Spec:
+    """A validated `verify.device` entry -> Spec."""
+    expect = next(key for key in ("rows", "includes", "count") if key in entry)
+    rows = tuple(tuple(_sqlite_value(v) for v in row) for row in entry.get(expect, ())) if expect != "count" else ()
+    return Spec(entry["name"], entry["package"], entry["database"], entry["query"], expect, rows,
+                entry.get("count"), bool(entry.get("ordered", False)))
+
+
+def reads(spec: Spec) -> tuple[Read, ...]:
+    return tuple(root_file_read(spec.device_path + suffix, binary=True) for suffix in ("", *COMPANIONS))
+
+
+def _plain(value: Any) -> Any:
+    return {"blob": value.hex()} if isinstance(value, (bytes, bytearray, memoryview)) else value
+
+
+def _tables(connection: sqlite3.Connection) -> list[str]:
+    try:
+        return [row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view') ORDER BY name")]
+    except sqlite3.Error:
+        return []
+
+
+def run_query(files: Mapping[str, bytes], name: str, query: str) -> dict[str, Any]:
+    """Write a database (and its companions) to a private temporary directory, open it read-only, run one query.
+
+    Args:
+        files: Suffix ("", "-wal", "-journal") -> bytes, as pulled from the device.
+        name: The database's file name (for messages).
+        query: The suite's SELECT.
+
+    Returns:
+        `{"columns", "rows", "tables"}`, or `{"error": sentence}`.
+    """
+    with tempfile.TemporaryDirectory(prefix="agentbench-sqlite-") as scratch:
+        base = Path(scratch) / (posixpath.basename(name) or "database")
+        for suffix, data in files.items():
+            Path(str(base) + suffix).write_bytes(data)
+        try:
+            connection = sqlite3.connect(f"{base.as_uri()}?mode=ro", uri=True)
+        except sqlite3.Error as exc:
+            return snapshot_error(f"the copy of {name} does not open: {exc}")
+        try:
+            cursor = connection.execute(query)
+            columns = [column[0] for column in cursor.description or ()]
+            rows = [[_plain(value) for value in row] for row in cursor.fetchall()]
+            return {"columns": columns, "rows": rows, "tables": _tables(connection)}
+        except sqlite3.DatabaseError as exc:
+            return snapshot_error(_query_error(name, exc, _tables(connection), "-journal" in files))
+        finally:
+            connection.close()
+
+
+def _query_error(name: str, exc: sqlite3.DatabaseError, tables: list[str], hot_journal: bool) -> str:
+    message = str(exc)
+    if "readonly" in message and hot_journal:
+        return (f"{name} is locked: the app was writing it (a hot -journal file came with it), so the copy "
+                "cannot be read consistently")
+    if "not a database" in message or "malformed" in message:
+        return f"{name} is corrupt or not an SQLite database ({message})"
+    if "locked" in message or "busy" in message:
+        return f"{name} is locked ({message})"
+    return f"the query failed on a copy of {name}: {message} (tables: {', '.join(tables) or 'none'})"
+
+
+def snapshot(spec: Spec, device: DeviceReads) -> dict[str, Any]:
+    main, *companions = reads(spec)
+    raw = device.get(main.key)
+    problem = unreadable(raw, f"the database {spec.device_path}")
+    if problem:
+        return snapshot_error(problem)
+    files = {"": raw.data or b""}  # type: ignore[union-attr]
+    for suffix, read in zip(COMPANIONS, companions):
+        extra: RawRead | None = device.get(read.key)
+        if extra is not None and extra.status == 0 and extra.data:
+            files[suffix] = extra.data
+        elif extra is not None and extra.status not in (0, None) and not is_missing_file(extra):
+            return snapshot_error(unreadable(extra, f"the database file {spec.device_path}{suffix}") or "")
+    return run_query(files, spec.device_path, spec.query)
+
+
+def _rows_equal(expected: Sequence[Sequence[Any]], actual: Sequence[Sequence[Any]], ordered: bool) -> bool:
+    if len(expected) != len(actual):
+        return False
+    if ordered:
+        return all(_row_equal(e, a) for e, a in zip(expected, actual))
+    remaining = list(actual)
+    for row in expected:
+        match = next((index for index, candidate in enumerate(remaining) if _row_equal(row, candidate)), None)
+        if match is None:
+            return False
+        remaining.pop(match)
+    return True
+
+
+def _row_equal(expected: Sequence[Any], actual: Sequence[Any]) -> bool:
+    return len(expected) == len(actual) and all(same_value(e, a) for e, a in zip(expected, actual))
+
+
+def _includes(expected: Sequence[Sequence[Any]], actual: Sequence[Sequence[Any]]) -> list[Sequence[Any]]:
+    """The expected rows missing from actual (as a multiset)."""
+    remaining = list(actual)
+    missing = []
+    for row in expected:
+        match = next((index for index, candidate in enumerate(remaining) if _row_equal(row, candidate)), None)
+        if match is None:
+            missing.append(row)
+        else:
+            remaining.pop(match)
+    return missing
+
+
+def validate(before: Mapping[str, Any] | None, after: Mapping[str, Any], spec: Spec, context: CheckContext) -> Check:
+    """Judge the query's rows in the after-snapshot."""
+    expected = f"{spec.describe()} from `{cut(spec.query, 160)}` on {spec.device_path}"
+    if "error" in after:
+        return failed(KIND, spec.name, expected, after["error"])
+    rows = after["rows"]
+    seen = f"the query returned {len(rows)} row{'s' if len(rows) != 1 else ''}: {show(rows)}"
+    if spec.expect == "count":
+        ok = len(rows) == spec.count
+    elif spec.expect == "includes":
+        missing = _includes(spec.rows, rows)
+        ok = not missing
+        if missing:
+            seen += f"; missing {show([list(row) for row in missing])}"
+    else:
+        ok = _rows_equal(spec.rows, rows, spec.ordered)
+    return passed(KIND, spec.name, expected, seen) if ok else failed(KIND, spec.name, expected, seen)

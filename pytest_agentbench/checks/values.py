@@ -1,0 +1,173 @@
+"""A suite's value matcher (`equals`, `contains`, `matches`, `digits`, `exists`, `inAnswer`) + a value read from the device -> whether it holds, and a JSON path lookup.
+
+Typed on purpose, as Android reads values: `equals: true` does not match the string "true" a
+SharedPreferences file stored under `<string>`, and 1 is not True. Text sources (a `content`
+query prints text) compare through `as_text`, so `equals: 1` matches the printed `1`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_agentbench.checks.base import app_path, show
+from pytest_agentbench.suite.device_rules import MATCHER_KEYS, MIN_PHONE_DIGITS
+from pytest_agentbench.text import standalone_match
+
+__all__ = ["MATCHER_KEYS", "MIN_PHONE_DIGITS", "Matcher", "PrefRef", "as_text", "digits_of", "json_lookup", "parse_matcher",
+           "path_text", "same_value", "split_path"]
+
+
+@dataclass(frozen=True)
+class PrefRef:
+    """A matcher's operand read from the device: a key of an app's SharedPreferences (a code random per run).
+
+    Written `{contains: {fromPrefs: {package: P, file: F, key: K}}}`; the check reads the file in
+    the same batch and compares with the value it holds after the run.
+    """
+
+    package: str
+    file: str
+    key: str
+
+    @property
+    def path(self) -> str:
+        name = self.file if self.file.endswith(".xml") else self.file + ".xml"
+        return app_path(self.package, f"shared_prefs/{name}")
+
+    @property
+    def ref_id(self) -> str:
+        return f"{self.path}#{self.key}"
+
+    def describe(self) -> str:
+        return f"the {self.key} in {self.path}"
+
+
+@dataclass(frozen=True)
+class Matcher:
+    """One test on one value: `op` is a MATCHER_KEYS entry, `value` its operand."""
+
+    op: str
+    value: Any
+
+    def describe(self) -> str:
+        """What the matcher wants, as a phrase (`equals true`, `has the digits …5551230001`)."""
+        if self.op == "exists":
+            return "is present" if self.value else "is absent"
+        if self.op == "digits":
+            return f"has a number ending in the digits {digits_of(str(self.value))}"
+        if self.op == "matches":
+            return f"matches /{self.value}/"
+        if self.op == "inAnswer":
+            return "appears in the final answer"
+        if isinstance(self.value, PrefRef):
+            return f"{self.op} {self.value.describe()}"
+        return f"{self.op} {show(self.value)}"
+
+    def test(self, present: bool, value: Any = None, *, text: bool = False, answer: str | None = None) -> bool:
+        """Whether the matcher holds for a value.
+
+        Args:
+            present: Whether the value exists at all (a missing key, a NULL column is absent).
+            value: The value (a Python value of the source's type).
+            text: The source prints text (a content query), so numbers and booleans compare as text.
+            answer: The agent's final answer (for `inAnswer`: a value read from the device, such as
+                a code random per run, must appear in it, standing alone, ignoring case).
+
+        Returns:
+            True when it holds; an absent value holds only `exists: false`.
+        """
+        if self.op == "exists":
+            return present == bool(self.value)
+        if not present or value is None:
+            return False
+        if self.op == "equals":
+            return as_text(self.value) == str(value) if text else same_value(self.value, value)
+        if self.op == "contains":
+            if isinstance(value, str):
+                return as_text(self.value) in value
+            if isinstance(value, (list, tuple, set, frozenset)):
+                return any(same_value(self.value, item) for item in value)
+            return False
+        if self.op == "matches":
+            return re.search(str(self.value), value if isinstance(value, str) else as_text(value)) is not None
+        if self.op == "digits":
+            wanted = digits_of(str(self.value))
+            return bool(wanted) and digits_of(str(value)).endswith(wanted)
+        if self.op == "inAnswer":
+            shown = value if isinstance(value, str) else as_text(value)
+            return bool(answer) and bool(shown.strip()) and standalone_match(answer or "", shown.strip(), ignore_case=True)
+        raise ValueError(f"unknown matcher {self.op!r}; expected one of {', '.join(MATCHER_KEYS)}")
+
+
+def parse_matcher(raw: Any) -> Matcher:
+    """A suite's matcher: a bare value means `equals`, a mapping has exactly one MATCHER_KEYS key.
+
+    Raises:
+        ValueError: The mapping has no known key or several (the suite schema refuses these first).
+    """
+    if isinstance(raw, Mapping):
+        keys = [key for key in raw if key in MATCHER_KEYS]
+        if len(keys) != 1 or len(raw) != 1:
+            raise ValueError(f"a matcher has exactly one of {', '.join(MATCHER_KEYS)}, got {show(raw)}")
+        operand = raw[keys[0]]
+        if isinstance(operand, Mapping) and "fromPrefs" in operand:
+            ref = operand["fromPrefs"]
+            return Matcher(keys[0], PrefRef(ref["package"], ref["file"], ref["key"]))
+        return Matcher(keys[0], operand)
+    return Matcher("equals", raw)
+
+
+def digits_of(text: str) -> str:
+    """Only the ASCII digits of a phone number (`+1 (555) 123-0001` -> `15551230001`)."""
+    return "".join(char for char in text if "0" <= char <= "9")
+
+
+def as_text(value: Any) -> str:
+    """A suite value as a text source prints it: booleans as 1/0 (Android stores them as ints)."""
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def same_value(expected: Any, actual: Any) -> bool:
+    """Typed equality: booleans only equal booleans, numbers compare numerically, lists/sets by members."""
+    if isinstance(expected, bool) or isinstance(actual, bool):
+        return isinstance(expected, bool) and isinstance(actual, bool) and expected == actual
+    if isinstance(expected, (int, float)) and isinstance(actual, (int, float)):
+        return expected == actual
+    if isinstance(expected, (list, tuple)) and isinstance(actual, (set, frozenset)):
+        return len(expected) == len(actual) and all(any(same_value(e, a) for a in actual) for e in expected)
+    if isinstance(expected, (list, tuple)) and isinstance(actual, (list, tuple)):
+        return len(expected) == len(actual) and all(same_value(e, a) for e, a in zip(expected, actual))
+    if isinstance(expected, Mapping) and isinstance(actual, Mapping):
+        return expected.keys() == actual.keys() and all(same_value(expected[k], actual[k]) for k in expected)
+    return type(expected) is type(actual) and expected == actual
+
+
+def split_path(path: str | Sequence[str | int]) -> tuple[str | int, ...]:
+    """A JSON path: `a.b.0.c` (dotted, as Chrome names its preferences) or a list of keys and indexes."""
+    if isinstance(path, str):
+        return tuple(int(part) if part.isdigit() else part for part in path.split("."))
+    return tuple(path)
+
+
+def json_lookup(document: Any, path: str | Sequence[str | int]) -> tuple[bool, Any]:
+    """Follow a JSON path; returns (found, value)."""
+    current = document
+    for part in split_path(path):
+        if isinstance(current, Mapping) and str(part) in current:
+            current = current[str(part)]
+        elif isinstance(current, list) and isinstance(part, int) and 0 <= part < len(current):
+            current = current[part]
+        else:
+            return False, None
+    return True, current
+
+
+def path_text(path: str | Sequence[str | int]) -> str:
+    return path if isinstance(path, str) else ".".join(str(part) for part in path)

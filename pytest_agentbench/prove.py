@@ -1,0 +1,163 @@
+"""--agentbench-prove: a suite -> one pytest item per scenario (pass, each fail, fresh state): preflight -> scenario -> post-run reads -> the suite's checks, no agent.
+
+Each item goes through the same preflight, post-run reads and cleanup as a measured run
+(`run.execute.finish_device_work`), so what is proven is what a run judges, and the phone is clean
+afterwards. UI steps are calls to the built-in server's tools, run in process (MCP SDK `Client`
+over `mcp_server.build_server`, pinned to the claimed phone); `adb` steps are device commands with
+every word quoted. The judgement is `audit.prove.judge`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import pytest
+
+from pytest_agentbench.agents.plan import fill_placeholders
+from pytest_agentbench.audit.prove import Scenario, judge, scenarios_of
+from pytest_agentbench.audit.verdict import state_checks
+from pytest_agentbench.errors import ProveFailed
+from pytest_agentbench.plugin import SuiteItem
+from pytest_agentbench.report.text import cleanup_section
+from pytest_agentbench.run.artifacts import RunArtifacts
+from pytest_agentbench.run.execute import finish_device_work
+
+if TYPE_CHECKING:
+    from pytest_agentbench.audit.prove import ProveStep
+    from pytest_agentbench.checks.base import Check
+    from pytest_agentbench.device.pool import ClaimedDevice
+    from pytest_agentbench.suite import Suite
+
+PROVE_FILE = "prove.json"
+SECTION = "agentbench prove"
+ADB_STEP_TIMEOUT_S = 60.0
+
+
+def prove_items(parent: pytest.Collector, suite: Suite) -> Iterator[pytest.Item]:
+    """The prove items of one suite, named `<suite>[prove-pass]`, `[prove-fail-<name>]`, `[prove-fresh]`."""
+    if not suite.prove:
+        yield ProveItem.from_parent(parent, name=f"{suite.name}[prove-pass]", suite=suite, scenario=None)
+    for scenario in scenarios_of(suite):
+        yield ProveItem.from_parent(parent, name=f"{suite.name}[{scenario.item_name}]", suite=suite, scenario=scenario)
+
+
+class ProveItem(SuiteItem):
+    """One prove scenario of a suite; `scenario` None marks a suite without a `prove:` block (skipped)."""
+
+    RUN_FIXTURES = ("agentbench_device", "agentbench_run_dir", "agentbench_preflight")
+
+    def __init__(self, *, scenario: Scenario | None, **kwargs: Any) -> None:
+        self.scenario = scenario
+        super().__init__(**kwargs)
+
+    def fixture_names(self) -> tuple[str, ...]:
+        return () if self.scenario is None else self.RUN_FIXTURES
+
+    def runtest(self) -> None:
+        if self.scenario is None:
+            pytest.skip(f"{self.suite.name} has no prove: block, so its checks have a fresh-state proof only")
+        run_prove_item(self)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, self.suite.line, f"prove: {self.suite.name} {self.scenario.item_name if self.scenario else ''}"
+
+
+def run_prove_item(item: ProveItem) -> None:
+    """Preflight, play the scenario, read the device, clean up, judge; raise ProveFailed when the proof fails."""
+    suite, scenario = item.suite, item.scenario
+    assert scenario is not None
+    device: ClaimedDevice = item.funcargs["agentbench_device"]
+    run_dir: Path = item.funcargs["agentbench_run_dir"]
+    item.user_properties.append(("agentbench_run_dir", str(run_dir)))
+    prepared = item.funcargs["agentbench_preflight"](suite, run_dir=run_dir)
+    device.hand_over()
+    played: list[dict[str, Any]] = []
+    problem = None
+    try:
+        problem = play(scenario, device, suite, played)
+    finally:
+        state, cleanup = finish_device_work(device, suite, RunArtifacts(run_dir), prepared.device_before)
+    checks = state_checks(suite, state.screen, state.device_state(prepared.device_before), scenario.answer)
+    judgement = judge(scenario, checks)
+    passed = problem is None and judgement.passed
+    reason = f"the {scenario.item_name} scenario could not be played: {problem}" if problem else judgement.reason
+    document = {"suite": suite.name, "scenario": scenario.item_name, "passed": passed, "reason": reason,
+                "steps": played, "checks": [dataclasses.asdict(check) for check in checks], "cleanup": cleanup}
+    (run_dir / PROVE_FILE).write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    text = render(document, checks)
+    item.add_report_section("call", SECTION, text)
+    item.user_properties.append(("agentbench_prove", "passed" if passed else "failed"))
+    if not passed:
+        raise ProveFailed(f"{suite.name}[{scenario.item_name}]: {reason}\n\n{text}")
+
+
+def render(document: dict[str, Any], checks: list[Check]) -> str:
+    """The prove item's report: the judgement, every check (expected, seen), the steps and cleanup."""
+    lines = [f"{document['suite']}[{document['scenario']}]: {'PROVEN' if document['passed'] else 'NOT PROVEN'}",
+             f"  {document['reason']}", "Checks:"]
+    for check in checks:
+        label = f"{check.kind} {check.name}" if check.name not in (None, check.kind, "answer", "screen") else check.kind
+        lines.append(f"  {'ok  ' if check.passed else 'FAIL'} {label}: expected {check.expected}")
+        lines.append(f"       seen: {check.seen}")
+    if document["steps"]:
+        lines.append("Steps:")
+        lines += [f"  {'ok  ' if step['ok'] else 'FAIL'} {step['step']}: {' '.join(step['result'].split())[:160]}"
+                  for step in document["steps"]]
+    lines += cleanup_section(document["cleanup"])
+    return "\n".join(lines) + "\n"
+
+
+# ----------------------------------------------------------------------------- playing a scenario
+
+
+def play(scenario: Scenario, device: ClaimedDevice, suite: Suite, played: list[dict[str, Any]]) -> str | None:
+    """Run the scenario's steps on the phone; returns why it could not be played, or None.
+
+    Args:
+        scenario: The scenario.
+        device: The claimed device (its claim handed over: the in-process server claims it).
+        suite: The suite (placeholders `{device}`, `{packageName}`).
+        played: Receives one entry per step (step, ok, result).
+    """
+    if not scenario.steps:
+        return None
+    return anyio.run(_play, scenario.steps, device, suite, played)
+
+
+async def _play(steps: tuple[ProveStep, ...], device: ClaimedDevice, suite: Suite, played: list[dict[str, Any]]) -> str | None:
+    from mcp import Client
+
+    from pytest_agentbench.mcp_server import SERVER_NAME, ServerConfig, build_server
+
+    config = dataclasses.replace(ServerConfig.from_environ(os.environ), pinned_serial=device.serial,
+                                 endpoint=device.adb.endpoint, log_dir=None, data_dir=None, db_dir=None, socket_dir=None)
+    values = {"device": device.serial, "packageName": suite.app.package_name}
+    async with Client(build_server(config, adb=device.adb)) as client:
+        for number, step in enumerate(steps, start=1):
+            if step.wait is not None:
+                await anyio.sleep(step.wait)
+                continue
+            if step.adb:
+                words = [fill_placeholders(word, values) for word in step.adb]
+                result = await anyio.to_thread.run_sync(
+                    lambda: device.adb.shell(device.serial, words, check=False, timeout_s=ADB_STEP_TIMEOUT_S))
+                ok = result.exit_code == 0
+                played.append({"step": step.describe(), "ok": ok, "result": result.stdout.strip()})
+                if not ok:
+                    return f"step {number} ({step.describe()}) exited {result.exit_code}: {result.stdout.strip()[:300]}"
+                continue
+            tool = step.tool.removeprefix(f"mcp__{SERVER_NAME}__")  # type: ignore[union-attr]
+            answer = await client.call_tool(tool, fill_placeholders(dict(step.args), values))
+            text = "\n".join(getattr(block, "text", "") for block in answer.content)
+            ok = bool(answer.is_error) == step.expect_error
+            played.append({"step": step.describe(), "ok": ok, "result": text})
+            if not ok:
+                outcome = "failed" if answer.is_error else "succeeded, but the step expects an error"
+                return f"step {number} ({step.describe()}) {outcome}: {' '.join(text.split())[:300]}"
+    return None

@@ -1,0 +1,203 @@
+"""An earlier session document (A, the baseline) + this session's runs (B) -> the A/B comparison: rates, difference, exact test, deltas, flags.
+
+Per suite and overall: both pass rates with their intervals, the difference with its interval,
+McNemar's exact test when both sides ran the same seeded instances (Fisher's otherwise), the
+median metric deltas, the plain verdict ("no detectable difference at this N" with the smallest
+difference the run counts could detect), and the fingerprint flags of `baseline.compare` for
+every way the two sides' setups differ. docs/statistics.md says how to read it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_agentbench.baseline.compare import FLAG_ABBREVIATIONS, ComparabilityFlag, comparability_flags
+from pytest_agentbench.report.aggregate import Unrecorded, outcomes_by_suite
+from pytest_agentbench.report.document import FINGERPRINT_KEYS
+from pytest_agentbench.report.stats import (
+    DEFAULT_LEVEL,
+    Comparison,
+    SessionComparison,
+    comparison_lines,
+    compare_sessions,
+    points,
+)
+from pytest_agentbench.report.summary import fit
+
+NAMES = ("baseline", "this run")
+
+
+def load_session_document(path: Path) -> dict[str, Any]:
+    """Read an earlier `--agentbench-json` document.
+
+    Raises:
+        ValueError: A sentence naming the file and what is wrong with it.
+    """
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ValueError(f"--agentbench-compare {path}: no such file; pass a document written by --agentbench-json") from None
+    except OSError as exc:
+        raise ValueError(f"--agentbench-compare {path}: cannot read it ({exc.strerror})") from None
+    except ValueError as exc:
+        raise ValueError(f"--agentbench-compare {path}: not JSON ({exc})") from None
+    runs = data.get("runs") if isinstance(data, dict) else None
+    if not isinstance(runs, list) or not all(isinstance(run, dict) and run.get("suite") for run in runs):
+        raise ValueError(
+            f"--agentbench-compare {path}: expected a session document written by --agentbench-json "
+            "(an object whose \"runs\" list holds result.json documents)"
+        )
+    return data
+
+
+def _fingerprint_sets(results: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The distinct fingerprint sets among runs, in first-seen order."""
+    seen: dict[str, dict[str, Any]] = {}
+    for result in results:
+        fingerprints = result.get("fingerprints") or {}
+        current = {key: fingerprints.get(key) for key in FINGERPRINT_KEYS}
+        seen.setdefault(json.dumps(current, sort_keys=True, default=str), current)
+    return list(seen.values())
+
+
+def fingerprint_flags(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]]) -> tuple[ComparabilityFlag, ...]:
+    """Every way B's setups differ from A's (`baseline.compare.comparability_flags` over each pair of distinct setups)."""
+    flags: dict[tuple[str, str], ComparabilityFlag] = {}
+    for old in _fingerprint_sets(a):
+        for new in _fingerprint_sets(b):
+            for flag in comparability_flags(old, new):
+                flags.setdefault((flag.kind, flag.message), flag)
+    return tuple(flags.values())
+
+
+@dataclass(frozen=True)
+class ABReport:
+    """The comparison of this session with an earlier one, with the flags per suite."""
+
+    path: Path
+    comparison: SessionComparison
+    flags: Mapping[str, tuple[ComparabilityFlag, ...]]
+
+    @property
+    def overall_flags(self) -> dict[str, int]:
+        """Flag kind -> how many compared suites carry it."""
+        kinds: dict[str, int] = {}
+        for flags in self.flags.values():
+            for kind in dict.fromkeys(flag.kind for flag in flags):
+                kinds[kind] = kinds.get(kind, 0) + 1
+        return kinds
+
+
+def compare_with(
+    baseline: Mapping[str, Any],
+    results: Sequence[Mapping[str, Any]],
+    unrecorded: Sequence[Unrecorded] = (),
+    *,
+    path: Path,
+    level: float = DEFAULT_LEVEL,
+) -> ABReport:
+    """Compare this session's runs (B) with an earlier session document (A).
+
+    Args:
+        baseline: The earlier session document (`load_session_document`).
+        results: This session's result documents.
+        unrecorded: This session's runs without a result (incomplete).
+        path: Where the earlier document came from, for the text.
+        level: Confidence level.
+
+    Returns:
+        The ABReport; runs pair up by instance id only where both sides ran the same seeded instances.
+    """
+    runs_a = list(baseline.get("runs") or [])
+    unrecorded_a = [Unrecorded.from_json(entry) for entry in baseline.get("unrecorded") or [] if isinstance(entry, Mapping)]
+    comparison = compare_sessions(
+        outcomes_by_suite(runs_a, unrecorded_a), outcomes_by_suite(results, unrecorded), level=level, names=NAMES
+    )
+    flags = {
+        suite.suite: fingerprint_flags([r for r in runs_a if r.get("suite") == suite.suite], [r for r in results if r.get("suite") == suite.suite])
+        for suite in comparison.suites
+        if suite.suite is not None
+    }
+    return ABReport(Path(path), comparison, flags)
+
+
+def _block(comparison: Comparison, flags: Sequence[ComparabilityFlag], width: int) -> list[str]:
+    lines = ["  " + line for line in comparison_lines(comparison, NAMES)]
+    lines += [f"  flag: {flag.message}" for flag in flags]
+    return [fit(line, width) for line in lines]
+
+
+def render_comparison(report: ABReport, *, width: int = 80) -> str:
+    """The comparison section: each suite both sides ran, then the pooled overall comparison and the mean difference."""
+    comparison = report.comparison
+    lines = [fit(f"baseline = {report.path}; this run = this session", width)]
+    for suite in comparison.suites:
+        lines.append("")
+        lines.append(str(suite.suite))
+        lines += _block(suite, report.flags.get(str(suite.suite), ()), width)
+    lines.append("")
+    lines.append(f"overall (runs of the {len(comparison.suites)} suite(s) both sides ran, pooled)")
+    lines += _block(comparison.overall, (), width)
+    if comparison.mean_difference is not None:
+        if comparison.mean_difference_interval is not None:
+            interval = comparison.mean_difference_interval
+            shown = (f"{points(comparison.mean_difference)} points ({interval.level * 100:g}% CI {points(interval.low)} "
+                     f"to {points(interval.high)}, clustered by suite, {len(comparison.suites)} suites)")
+        else:
+            shown = f"{points(comparison.mean_difference)} points (one suite: no clustered interval)"
+        lines.append(fit(f"  mean of the per-suite differences: {shown}", width))
+    overall = report.overall_flags
+    if overall:
+        shown = ", ".join(f"{FLAG_ABBREVIATIONS.get(kind, kind)} ({count} suite{'s' if count > 1 else ''})" for kind, count in overall.items())
+        lines.append(fit(f"  setups differ: {shown}; a difference may come from the setup, not the agent", width))
+    if comparison.only_a:
+        lines.append(fit(f"only in the baseline (not compared): {', '.join(comparison.only_a)}", width))
+    if comparison.only_b:
+        lines.append(fit(f"only in this run (not compared): {', '.join(comparison.only_b)}", width))
+    return "\n".join(lines)
+
+
+def _comparison_json(comparison: Comparison) -> dict[str, Any]:
+    interval = comparison.interval
+    pairs = comparison.pairs
+    return {
+        "design": comparison.design,
+        "baseline": {"passed": comparison.passed_a, "judged": comparison.judged_a, "incomplete": comparison.incomplete_a},
+        "thisRun": {"passed": comparison.passed_b, "judged": comparison.judged_b, "incomplete": comparison.incomplete_b},
+        "pairs": None if pairs is None else {
+            "both": pairs.both, "baselineOnly": pairs.a_only, "thisRunOnly": pairs.b_only,
+            "neither": pairs.neither, "dropped": pairs.dropped,
+        },
+        "difference": comparison.difference,
+        "interval": None if interval is None else {"low": interval.low, "high": interval.high, "level": interval.level, "method": interval.method},
+        "test": comparison.test,
+        "pValue": comparison.p_value,
+        "detectableDifference": comparison.detectable,
+        "metricDeltas": dict(comparison.metric_deltas),
+        "verdict": comparison.verdict,
+    }
+
+
+def comparison_block(report: ABReport) -> dict[str, Any]:
+    """The session document's `comparison`: per suite, overall, the mean difference, the flags."""
+    comparison = report.comparison
+    interval = comparison.mean_difference_interval
+    return {
+        "baseline": str(report.path),
+        "suites": {
+            str(suite.suite): {
+                **_comparison_json(suite),
+                "flags": [{"kind": flag.kind, "message": flag.message} for flag in report.flags.get(str(suite.suite), ())],
+            }
+            for suite in comparison.suites
+        },
+        "overall": _comparison_json(comparison.overall),
+        "meanDifference": comparison.mean_difference,
+        "meanDifferenceInterval": None if interval is None else {"low": interval.low, "high": interval.high, "level": interval.level, "method": interval.method},
+        "onlyInBaseline": list(comparison.only_a),
+        "onlyInThisRun": list(comparison.only_b),
+    }

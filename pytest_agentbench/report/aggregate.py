@@ -1,0 +1,267 @@
+"""A session's result.json documents (and the runs that left none) -> per-suite statistics: the summary section, JSON and JUnit properties.
+
+The numbers come from `report.stats` (pure); this module only groups runs by suite and lays
+the numbers out. A run that ended without a result document (a setup error, an infrastructure
+crash) is an incomplete run here: counted and shown, never in a rate. docs/statistics.md
+explains every number printed.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tabulate import tabulate
+
+from pytest_agentbench.report.document import verdict_status
+from pytest_agentbench.report.stats import (
+    DEFAULT_LEVEL,
+    METRIC_LABELS,
+    METRICS,
+    Interval,
+    RunOutcome,
+    SessionStats,
+    SuiteStats,
+    format_metric,
+    format_session,
+    percent,
+    session_stats,
+    suite_stats,
+)
+from pytest_agentbench.report.stats.repeats import metrics_from_result
+from pytest_agentbench.report.summary import abbreviate, fit
+
+#: The k shown beside pass@1 in the terminal (all k up to the run count are in the JSON).
+SHOWN_K = 3
+STATISTICS_LEGEND = (
+    "passed = passes/judged runs (judged = passed + failed); incomplete runs are counted apart, in neither "
+    "number; CI: Wilson {level} interval of the rate; pass@k: chance at least one of k runs passes, pass^k: "
+    "that all k pass (unbiased, over judged runs; n/a: fewer than k judged); metrics: median (IQR Q1–Q3) over judged runs"
+)
+#: An unrecorded run's reason is shown up to this many characters (pytest prints it whole above).
+_REASON_CHARS = 160
+
+
+@dataclass(frozen=True)
+class Unrecorded:
+    """A run that ended without a result document (setup error, crash); it counts as incomplete."""
+
+    nodeid: str
+    suite: str
+    instance: str | None
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The session document's `unrecorded` entry."""
+        return {"nodeid": self.nodeid, "suite": self.suite, "instance": self.instance, "reason": self.reason}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Unrecorded:
+        """Read a session document's `unrecorded` entry back."""
+        return cls(str(data.get("nodeid") or "?"), str(data.get("suite") or "?"), data.get("instance"), str(data.get("reason") or ""))
+
+
+def instance_key(result: Mapping[str, Any]) -> str | None:
+    """A result's seeded instance id when the run had param values, else None (its repeats are not distinct instances)."""
+    instance = result.get("instance") or {}
+    return str(instance["id"]) if instance.get("values") and instance.get("id") else None
+
+
+def outcome_of(result: Mapping[str, Any]) -> RunOutcome:
+    """A result document -> the RunOutcome the statistics count (verdict, summarised metrics, instance id)."""
+    status = verdict_status(result)
+    return RunOutcome(
+        status if status in ("passed", "failed") else "incomplete",  # type: ignore[arg-type]
+        metrics_from_result(result.get("metrics") or {}),
+        instance_key(result),
+    )
+
+
+def outcomes_by_suite(results: Iterable[Mapping[str, Any]], unrecorded: Iterable[Unrecorded] = ()) -> dict[str, list[RunOutcome]]:
+    """Suite name -> its runs' outcomes, suites in the order their first run appears; unrecorded runs are incomplete."""
+    grouped: dict[str, list[RunOutcome]] = {}
+    for result in results:
+        grouped.setdefault(str(result.get("suite") or "?"), []).append(outcome_of(result))
+    for run in unrecorded:
+        grouped.setdefault(run.suite, []).append(RunOutcome("incomplete", {}, None))
+    return grouped
+
+
+@dataclass(frozen=True)
+class SessionStatistics:
+    """Every suite's statistics and the session line."""
+
+    suites: tuple[SuiteStats, ...]
+    session: SessionStats
+    unrecorded: tuple[Unrecorded, ...] = ()
+
+    @property
+    def level(self) -> float:
+        return next((s.interval.level for s in self.suites if s.interval is not None), DEFAULT_LEVEL)
+
+
+def session_statistics(
+    results: Sequence[Mapping[str, Any]], unrecorded: Sequence[Unrecorded] = (), *, level: float = DEFAULT_LEVEL
+) -> SessionStatistics:
+    """Group the runs by suite and compute each suite's statistics and the session line.
+
+    Args:
+        results: Result documents, in run order.
+        unrecorded: Runs without a result document.
+        level: Confidence level of every interval.
+
+    Returns:
+        The SessionStatistics; pass@k and pass^k go up to each suite's number of runs.
+    """
+    suites = tuple(suite_stats(name, outcomes, level=level) for name, outcomes in outcomes_by_suite(results, unrecorded).items())
+    return SessionStatistics(suites, session_stats(suites, level=level), tuple(unrecorded))
+
+
+# --------------------------------------------------------------------------- terminal
+
+
+def _k_shown(statistics: SessionStatistics) -> int:
+    most = max((s.runs for s in statistics.suites), default=1)
+    return min(SHOWN_K, most)
+
+
+def _estimate(value: float | None) -> str:
+    return f"{value:.3f}" if value is not None else "n/a"
+
+
+def _interval(interval: Interval | None) -> str:
+    if interval is None:
+        return "-"
+    return f"{percent(interval.low).rstrip('%')}–{percent(interval.high)}"
+
+
+def render_statistics(statistics: SessionStatistics, *, width: int = 80) -> str:
+    """The statistics section: the per-suite table, each suite's metrics, runs without a result, the session line.
+
+    Args:
+        statistics: From `session_statistics`.
+        width: Terminal width; suite names are shortened in the middle to keep the table inside it.
+
+    Returns:
+        Lines no wider than `width`.
+    """
+    k = _k_shown(statistics)
+    level = f"{statistics.level * 100:g}%"
+    headers = ["suite", "runs", "passed", "incomplete", "rate", f"{level} CI", "pass@1"]
+    if k > 1:
+        headers += [f"pass@{k}", f"pass^{k}"]
+    rows = []
+    for stats in statistics.suites:
+        rate = percent(stats.rate) if stats.rate is not None else "no rate"
+        row = [stats.suite, str(stats.runs), f"{stats.passed}/{stats.judged}", str(stats.incomplete), rate,
+               _interval(stats.interval), _estimate(stats.pass_at.get(1))]
+        if k > 1:
+            row += [_estimate(stats.pass_at.get(k)), _estimate(stats.pass_hat.get(k))]
+        rows.append(row)
+    widths = [max([len(headers[c])] + [len(r[c]) for r in rows]) for c in range(len(headers))]
+    suite_width = max(8, width - sum(widths[1:]) - 2 * (len(headers) - 1))
+    for row in rows:
+        row[0] = abbreviate(row[0], suite_width)
+    widths[0] = max([len(headers[0])] + [len(row[0]) for row in rows])
+    # tabulate's "plain" plus our own rule: "simple" pads every column by two more characters.
+    body = tabulate([headers] + rows, tablefmt="plain", disable_numparse=True,
+                    colalign=("left",) + ("right",) * (len(headers) - 1)).splitlines()
+    rule = "  ".join("-" * w for w in widths)
+    lines = [line.rstrip() for line in [body[0], rule, *body[1:]]]
+    lines.append("")
+    for stats in statistics.suites:
+        metrics = ", ".join(f"{METRIC_LABELS[name]} {format_metric(name, stats.metrics.get(name))}" for name in METRICS)
+        lines.append(fit(f"{stats.suite}: {metrics}", width))
+    if statistics.unrecorded:
+        lines.append("")
+        lines.append(f"{len(statistics.unrecorded)} run(s) ended without a result and count as incomplete:")
+        lines += [fit(f"  {run.nodeid} - {_cut(run.reason)}", width) for run in statistics.unrecorded]
+    lines.append("")
+    lines.append(fit(format_session(statistics.session), width))
+    lines += textwrap.wrap(STATISTICS_LEGEND.format(level=level), width)
+    return "\n".join(lines)
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= _REASON_CHARS else text[: _REASON_CHARS - 1] + "…"
+
+
+# --------------------------------------------------------------------------- JSON and JUnit
+
+
+def _interval_json(interval: Interval | None) -> dict[str, Any] | None:
+    if interval is None:
+        return None
+    return {"low": interval.low, "high": interval.high, "level": interval.level, "method": interval.method}
+
+
+def suite_block(stats: SuiteStats) -> dict[str, Any]:
+    """One suite's statistics as the session document holds them."""
+    return {
+        "runs": stats.runs,
+        "passed": stats.passed,
+        "failed": stats.failed,
+        "incomplete": stats.incomplete,
+        "judged": stats.judged,
+        "rate": stats.rate,
+        "interval": _interval_json(stats.interval),
+        "passAtK": {str(k): value for k, value in stats.pass_at.items()},
+        "passHatK": {str(k): value for k, value in stats.pass_hat.items()},
+        "metrics": {
+            name: None if summary is None else {"n": summary.n, "median": summary.median, "q1": summary.q1, "q3": summary.q3}
+            for name, summary in stats.metrics.items()
+        },
+    }
+
+
+def statistics_block(statistics: SessionStatistics) -> dict[str, Any]:
+    """The session document's `statistics`: per suite, and the session line."""
+    session = statistics.session
+    return {
+        "level": statistics.level,
+        "suites": {stats.suite: suite_block(stats) for stats in statistics.suites},
+        "session": {
+            "suites": session.suites,
+            "unjudgedSuites": list(session.unjudged_suites),
+            "passed": session.passed,
+            "failed": session.failed,
+            "incomplete": session.incomplete,
+            "judged": session.judged,
+            "meanRate": session.mean_rate,
+            "interval": _interval_json(session.interval),
+            "spread": session.spread,
+        },
+    }
+
+
+def _number(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.6g}"
+
+
+def junit_properties(statistics: SessionStatistics) -> list[tuple[str, str]]:
+    """Suite-level JUnit properties (`<testsuite><properties>`): `agentbench.<suite>.<number>` and `agentbench.session.<number>`."""
+    properties: list[tuple[str, str]] = []
+    for stats in statistics.suites:
+        prefix = f"agentbench.{stats.suite}"
+        properties += [
+            (f"{prefix}.runs", str(stats.runs)),
+            (f"{prefix}.passed", str(stats.passed)),
+            (f"{prefix}.failed", str(stats.failed)),
+            (f"{prefix}.incomplete", str(stats.incomplete)),
+            (f"{prefix}.judged", str(stats.judged)),
+            (f"{prefix}.rate", _number(stats.rate)),
+            (f"{prefix}.ciLow", _number(stats.interval.low if stats.interval else None)),
+            (f"{prefix}.ciHigh", _number(stats.interval.high if stats.interval else None)),
+        ]
+        properties += [(f"{prefix}.passAt{k}", _number(value)) for k, value in stats.pass_at.items()]
+        properties += [(f"{prefix}.passHat{k}", _number(value)) for k, value in stats.pass_hat.items() if k > 1]
+    session = statistics.session
+    properties += [
+        ("agentbench.session.suites", str(session.suites)),
+        ("agentbench.session.meanRate", _number(session.mean_rate)),
+        ("agentbench.session.ciLow", _number(session.interval.low if session.interval else None)),
+        ("agentbench.session.ciHigh", _number(session.interval.high if session.interval else None)),
+    ]
+    return properties

@@ -1,0 +1,166 @@
+"""Per-suite pass rates (with their intervals) and costs -> inline SVG charts, generated here as markup (every text escaped).
+
+The page is self-contained, so the charts are plain SVG written by this module: no script, no
+library. Each chart is the only raw markup the template lets through (`|safe`), which is why
+every piece of text that goes into one (suite names come from suite files) passes `html.escape`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from html import escape
+
+
+@dataclass(frozen=True)
+class SuitePoint:
+    """One suite in the charts: its pass rate with interval (None without a judged run), counts and median cost."""
+
+    suite: str
+    passed: int
+    judged: int
+    incomplete: int
+    rate: float | None
+    low: float | None
+    high: float | None
+    cost: float | None = None
+
+
+def _percent(value: float) -> str:
+    return f"{value * 100:.0f}%"
+
+
+def _text(x: float, y: float, text: str, *, anchor: str = "start", css: str = "") -> str:
+    klass = f' class="{css}"' if css else ""
+    return f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}"{klass}>{escape(text)}</text>'
+
+
+def _label(point: SuitePoint) -> str:
+    if point.rate is None:
+        counts = "no judged run"
+    else:
+        counts = f"{point.passed}/{point.judged} = {_percent(point.rate)}"
+        if point.low is not None and point.high is not None:
+            counts += f" [{_percent(point.low)}, {_percent(point.high)}]"
+    if point.incomplete:
+        counts += f", {point.incomplete} incomplete"
+    return counts
+
+
+def pass_rate_chart(points: Sequence[SuitePoint], *, level: str = "95%") -> str | None:
+    """Horizontal bars of each suite's pass rate, with its interval as a whisker; None without suites.
+
+    Args:
+        points: One per suite, in the order to show.
+        level: The intervals' confidence level, for the caption.
+
+    Returns:
+        An `<svg>` element as text.
+    """
+    if not points:
+        return None
+    left, plot, right, row, top = 172, 260, 200, 26, 28
+    width, height = left + plot + right, top + row * len(points) + 30
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" id="pass-rate-chart" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="Pass rate per suite with {escape(level)} intervals">',
+        _text(left, 16, f"pass rate per suite ({level} Wilson interval; incomplete runs not counted)", css="caption"),
+    ]
+    for tick in (0, 0.25, 0.5, 0.75, 1.0):
+        x = left + plot * tick
+        parts.append(f'<line x1="{x:.1f}" y1="{top - 4}" x2="{x:.1f}" y2="{height - 24}" class="grid"/>')
+        parts.append(_text(x, height - 10, _percent(tick), anchor="middle", css="tick"))
+    for index, point in enumerate(points):
+        y = top + row * index
+        middle = y + row / 2
+        name = point.suite if len(point.suite) <= 22 else point.suite[:21] + "…"
+        parts.append(f'<g class="suite" data-suite="{escape(point.suite)}"><title>{escape(point.suite)}: {escape(_label(point))}</title>')
+        parts.append(_text(left - 8, middle + 4, name, anchor="end", css="name"))
+        if point.rate is not None:
+            parts.append(f'<rect x="{left}" y="{y + 6}" width="{plot * point.rate:.1f}" height="{row - 12}" class="bar"/>')
+            if point.low is not None and point.high is not None:
+                x1, x2 = left + plot * point.low, left + plot * point.high
+                parts.append(f'<line x1="{x1:.1f}" y1="{middle:.1f}" x2="{x2:.1f}" y2="{middle:.1f}" class="whisker"/>')
+                for x in (x1, x2):
+                    parts.append(f'<line x1="{x:.1f}" y1="{middle - 6:.1f}" x2="{x:.1f}" y2="{middle + 6:.1f}" class="whisker"/>')
+            parts.append(f'<circle cx="{left + plot * point.rate:.1f}" cy="{middle:.1f}" r="4" class="dot"/>')
+        parts.append(_text(left + plot + 10, middle + 4, _label(point), css="value"))
+        parts.append("</g>")
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _nice_max(value: float) -> float:
+    """The smallest 1, 2 or 5 times a power of ten at or above `value` (the x axis' end)."""
+    if value <= 0:
+        return 1.0
+    magnitude = 10 ** _floor_log10(value)
+    for step in (1, 2, 5, 10):
+        if value <= step * magnitude:
+            return step * magnitude
+    return 10 * magnitude
+
+
+def _floor_log10(value: float) -> int:
+    exponent = 0
+    while value >= 10:
+        value /= 10
+        exponent += 1
+    while value < 1:
+        value *= 10
+        exponent -= 1
+    return exponent
+
+
+def _money(value: float) -> str:
+    return f"${value:.2f}" if value >= 0.1 or value == 0 else f"${value:.4f}".rstrip("0")
+
+
+def cost_chart(points: Sequence[SuitePoint]) -> str | None:
+    """Each suite's median cost per run (x) against its pass rate (y, with interval); None when no suite has both.
+
+    Args:
+        points: One per suite; suites without a judged run or without a cost are left out.
+
+    Returns:
+        An `<svg>` element as text.
+    """
+    shown = [p for p in points if p.rate is not None and p.cost is not None]
+    if not shown:
+        return None
+    left, top, plot_w, plot_h = 56, 40, 320, 200
+    width, height = left + plot_w + 150, top + plot_h + 44
+    x_max = _nice_max(max(p.cost or 0.0 for p in shown))
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" id="cost-chart" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="Median cost per run against pass rate, per suite">',
+        _text(left, 16, "median cost per run (USD) against pass rate, per suite", css="caption"),
+    ]
+    for tick in (0, 0.25, 0.5, 0.75, 1.0):
+        y = top + plot_h * (1 - tick)
+        parts.append(f'<line x1="{left}" y1="{y:.1f}" x2="{left + plot_w}" y2="{y:.1f}" class="grid"/>')
+        parts.append(_text(left - 6, y + 4, _percent(tick), anchor="end", css="tick"))
+    for tick in (0, 0.5, 1.0):
+        x = left + plot_w * tick
+        parts.append(f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{top + plot_h}" class="grid"/>')
+        parts.append(_text(x, top + plot_h + 18, _money(x_max * tick), anchor="middle", css="tick"))
+    placed: list[tuple[float, float]] = []
+    for point in shown:
+        x = left + plot_w * (point.cost or 0.0) / x_max
+        y = top + plot_h * (1 - (point.rate or 0.0))
+        # Suites with the same cost and rate sit on one dot: stack their names instead of overprinting.
+        label_y = y - 6
+        while any(abs(label_y - py) < 13 and abs(x - px) < 110 for px, py in placed):
+            label_y += 13
+        placed.append((x, label_y))
+        parts.append(f'<g class="suite" data-suite="{escape(point.suite)}"><title>{escape(point.suite)}: '
+                     f'{escape(_money(point.cost or 0.0))} per run, {escape(_label(point))}</title>')
+        if point.low is not None and point.high is not None:
+            y1, y2 = top + plot_h * (1 - point.low), top + plot_h * (1 - point.high)
+            parts.append(f'<line x1="{x:.1f}" y1="{y1:.1f}" x2="{x:.1f}" y2="{y2:.1f}" class="whisker"/>')
+        parts.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="5" class="dot"/>')
+        name = point.suite if len(point.suite) <= 20 else point.suite[:19] + "…"
+        parts.append(_text(x + 8, label_y, name, css="value"))
+        parts.append("</g>")
+    parts.append("</svg>")
+    return "".join(parts)

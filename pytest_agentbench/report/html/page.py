@@ -1,0 +1,207 @@
+"""A session document (every run's result.json, statistics and comparison when present) -> the session's HTML page on disk.
+
+The page shows what the document holds and leaves out what it does not: repeat statistics come
+from the document's `statistics` when the session computed them (`--agentbench-repeat`), and
+are computed here from the runs otherwise (the same pure functions, `report.stats`); an A/B
+comparison is shown only when the document has one (`--agentbench-compare`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from pytest_agentbench import __version__
+from pytest_agentbench.report.document import scrub, verdict_status
+from pytest_agentbench.report.html.assets import Assets
+from pytest_agentbench.report.html.charts import SuitePoint, cost_chart, pass_rate_chart
+from pytest_agentbench.report.html.run_view import anchor_for, run_view
+from pytest_agentbench.report.html.templates import render_template
+from pytest_agentbench.report.stats import DEFAULT_LEVEL, RunOutcome, metrics_from_result, suite_stats
+
+#: The session-table columns whose delta against the baseline is shown.
+DELTA_METRICS = (("toolCalls", "calls"), ("costUsd", "cost"), ("wallClockSeconds", "wall"))
+
+
+def _interval(value: Mapping[str, Any] | None) -> tuple[float | None, float | None]:
+    if not value:
+        return None, None
+    return value.get("low"), value.get("high")
+
+
+def computed_statistics(runs: Sequence[Mapping[str, Any]], level: float = DEFAULT_LEVEL) -> dict[str, Any]:
+    """Per-suite statistics from the runs themselves, in the shape of the session document's `statistics.suites`."""
+    by_suite: dict[str, list[RunOutcome]] = {}
+    for run in runs:
+        outcome = RunOutcome(verdict_status(run), metrics_from_result(run.get("metrics") or {}))  # type: ignore[arg-type]
+        by_suite.setdefault(str(run.get("suite") or "?"), []).append(outcome)
+    suites = {}
+    for suite, outcomes in by_suite.items():
+        stats = suite_stats(suite, outcomes, level=level)
+        interval = stats.interval
+        suites[suite] = {
+            "runs": stats.runs, "passed": stats.passed, "failed": stats.failed, "incomplete": stats.incomplete,
+            "judged": stats.judged, "rate": stats.rate,
+            "interval": None if interval is None else {"low": interval.low, "high": interval.high, "level": interval.level,
+                                                       "method": interval.method},
+            "passAtK": {str(k): v for k, v in stats.pass_at.items()}, "passHatK": {str(k): v for k, v in stats.pass_hat.items()},
+            "metrics": {name: None if s is None else {"n": s.n, "median": s.median, "q1": s.q1, "q3": s.q3}
+                        for name, s in stats.metrics.items()},
+        }
+    return {"level": level, "suites": suites}
+
+
+def _money(value: Any) -> str:
+    if not isinstance(value, (int, float)):
+        return "–"
+    return "0" if value == 0 else f"{value:.4f}"
+
+
+def _pct(value: Any) -> str:
+    return "–" if not isinstance(value, (int, float)) else f"{value * 100:.0f}%"
+
+
+def statistics_view(statistics: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[SuitePoint], str]:
+    """The statistics block -> table rows, chart points and the level as text ("95%")."""
+    level = statistics.get("level") or DEFAULT_LEVEL
+    rows, points = [], []
+    for suite, block in (statistics.get("suites") or {}).items():
+        low, high = _interval(block.get("interval"))
+        cost = ((block.get("metrics") or {}).get("costUsd") or {}).get("median")
+        points.append(SuitePoint(str(suite), int(block.get("passed") or 0), int(block.get("judged") or 0),
+                                 int(block.get("incomplete") or 0), block.get("rate"), low, high, cost))
+        pass_at = block.get("passAtK") or {}
+        pass_hat = block.get("passHatK") or {}
+        top = max((int(k) for k in pass_at), default=1)
+        rows.append({
+            "suite": str(suite), "runs": block.get("runs", 0), "passed": block.get("passed", 0), "failed": block.get("failed", 0),
+            "incomplete": block.get("incomplete", 0), "rate": _pct(block.get("rate")),
+            "interval": "–" if low is None else f"[{_pct(low)}, {_pct(high)}]",
+            "pass_at": f"pass@{top} {_pct(pass_at.get(str(top)))}" if top > 1 else "",
+            "pass_hat": f"pass^{top} {_pct(pass_hat.get(str(top)))}" if top > 1 else "",
+            "cost": _money(cost),
+            "median_calls": _median(block, "toolCalls"), "median_wall": _median(block, "wallClockSeconds"),
+        })
+    return rows, points, f"{float(level) * 100:.0f}%"
+
+
+def _median(block: Mapping[str, Any], name: str) -> str:
+    summary = (block.get("metrics") or {}).get(name)
+    return "–" if not summary or summary.get("median") is None else f"{summary['median']:g}"
+
+
+def comparison_view(comparison: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The session document's `comparison` (`--agentbench-compare`) -> rows; None when the session has none."""
+    if not comparison:
+        return None
+
+    def row(name: str, entry: Mapping[str, Any]) -> dict[str, Any]:
+        baseline, this = entry.get("baseline") or {}, entry.get("thisRun") or {}
+        low, high = _interval(entry.get("interval"))
+        difference = entry.get("difference")
+        return {
+            "suite": name, "design": str(entry.get("design") or ""),
+            "baseline": f"{baseline.get('passed', '?')}/{baseline.get('judged', '?')}",
+            "this_run": f"{this.get('passed', '?')}/{this.get('judged', '?')}",
+            "difference": "–" if difference is None else f"{difference * 100:+.0f} points",
+            "interval": "–" if low is None else f"[{low * 100:+.0f}, {high * 100:+.0f}]",
+            "test": str(entry.get("test") or ""),
+            "p": "–" if entry.get("pValue") is None else f"{entry['pValue']:.3g}",
+            "verdict": str(entry.get("verdict") or ""),
+            "flags": [str(f.get("message")) for f in entry.get("flags") or []],
+        }
+
+    rows = [row(str(name), entry) for name, entry in (comparison.get("suites") or {}).items()]
+    overall = comparison.get("overall")
+    return {
+        "baseline": str(comparison.get("baseline") or ""), "rows": rows,
+        "overall": row("all suites", overall) if overall else None,
+        "only_baseline": [str(s) for s in comparison.get("onlyInBaseline") or []],
+        "only_this": [str(s) for s in comparison.get("onlyInThisRun") or []],
+    }
+
+
+def _deltas(run: Mapping[str, Any]) -> str:
+    rows = {r.get("metric"): r for r in (run.get("comparison") or {}).get("metricRows") or []}
+    shown = []
+    for metric, label in DELTA_METRICS:
+        row = rows.get(metric) or {}
+        delta = row.get("delta")
+        if delta is None or row.get("baseline") is None:
+            continue
+        value = f"{delta:+.2f}" if isinstance(delta, float) else f"{delta:+d}"
+        shown.append(f"{label} {value}")
+    return ", ".join(shown)
+
+
+def session_rows(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One row per run for the session table."""
+    rows = []
+    for index, run in enumerate(runs, start=1):
+        metrics = run.get("metrics") or {}
+        reasons = (run.get("verdict") or {}).get("reasons") or []
+        cost = metrics.get("costUsd")
+        wall = metrics.get("wallClockSeconds")
+        rows.append({
+            "anchor": anchor_for(index, str(run.get("suite") or "?")), "suite": str(run.get("suite") or "?"),
+            "status": verdict_status(run), "reason": str(reasons[0]) if reasons else "",
+            "calls": metrics.get("toolCalls", "–"), "turns": metrics.get("turns", "–"),
+            "cost": _money(cost), "wall": "–" if wall is None else f"{wall:.1f}",
+            "stumbles": metrics.get("stumbles", "–"), "deltas": _deltas(run) if run.get("baseline") else "no baseline",
+            "flags": len((run.get("comparison") or {}).get("flags") or []),
+            "rerendered": bool(run.get("rerendered")),
+        })
+    return rows
+
+
+def page_values(document: Mapping[str, Any], *, assets: Assets, environ: Mapping[str, str], title: str) -> dict[str, Any]:
+    """Everything the page template shows, as plain values."""
+    runs = [run for run in document.get("runs") or [] if isinstance(run, Mapping)]
+    statistics = document.get("statistics") or computed_statistics(runs)
+    stat_rows, points, level = statistics_view(statistics)
+    counts = {"passed": 0, "failed": 0, "incomplete": 0}
+    for run in runs:
+        counts[verdict_status(run)] = counts.get(verdict_status(run), 0) + 1
+    unrecorded = [dict(u) for u in document.get("unrecorded") or [] if isinstance(u, Mapping)]
+    counts["incomplete"] += len(unrecorded)
+    return {
+        "title": title, "version": __version__,
+        "generated_at": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        "started_at": str(document.get("startedAt") or ""), "finished_at": str(document.get("finishedAt") or ""),
+        "counts": counts, "total": sum(counts.values()),
+        "rows": session_rows(runs),
+        "unrecorded": [{"nodeid": str(u.get("nodeid") or ""), "suite": str(u.get("suite") or ""),
+                        "reason": str(u.get("reason") or "")} for u in unrecorded],
+        # Repeats make the statistics worth a table; a single run per suite is in the session table already.
+        "show_statistics": bool(document.get("statistics")) or any(row["runs"] > 1 for row in stat_rows),
+        "statistics": stat_rows, "level": level,
+        "pass_rate_svg": pass_rate_chart(points, level=level), "cost_svg": cost_chart(points),
+        "comparison": comparison_view(document.get("comparison")),
+        "runs": [run_view(run, index=i, assets=assets, environ=environ) for i, run in enumerate(runs, start=1)],
+    }
+
+
+def write_html_report(document: Mapping[str, Any], path: Path, *, environ: Mapping[str, str] | None = None,
+                      title: str = "agentbench session") -> Path:
+    """Render the session's page to `path` (pictures embedded or in `<stem>_files/`; see assets.py).
+
+    Args:
+        document: The session document (`report.document.build_session_document`), possibly with
+            `statistics`, `comparison` and `unrecorded`.
+        path: The page's file.
+        environ: The session's environment; secret values in it are masked everywhere on the page.
+        title: The page's title.
+
+    Returns:
+        The page's path.
+    """
+    environ = dict(os.environ) if environ is None else environ
+    path = Path(path).absolute()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    assets = Assets(path)
+    values = page_values(scrub(dict(document), environ), assets=assets, environ=environ, title=title)
+    path.write_text(render_template("report.html.jinja2", **values), encoding="utf-8")
+    return path

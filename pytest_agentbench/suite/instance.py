@@ -1,0 +1,99 @@
+"""A loaded Suite + (seed, repeat index) -> the Suite of one seeded task instance, its param values filled in.
+
+The values come from `params.instance_values` (SHA-256 of seed, suite, repeat and param name).
+They fill `{name}` in the prompt text and in every string of the suite mapping that
+`load.fillable` names (preflight values, verify strings, failure patterns, the system prompt,
+and any key added later such as device checks); the typed specs are then rebuilt from the
+filled mapping, so nothing downstream needs to know about params. The run-time placeholders
+(`{deviceSerial}`, `{packageName}`, `{runDirectory}`) stay for the run to fill.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from pytest_agentbench.suite import params
+from pytest_agentbench.suite.load import Suite, build_suite, fillable
+
+DEFAULT_SEED = params.DEFAULT_SEED
+
+
+@dataclass(frozen=True)
+class Instance:
+    """Which seeded instance a run is: repeat index (1 for r1), session seed, values, and the id.
+
+    ``id`` is ``params.instance_id(repeat, values)``: ``r3`` for a suite without params,
+    ``r3-42-Bob`` or ``r3-1f2e3d4c`` with them. It goes into the node id and result.json.
+    """
+
+    repeat: int
+    seed: int
+    id: str
+    values: Mapping[str, str | int] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The `instance` block of result.json."""
+        return {
+            "id": self.id,
+            "repeat": self.repeat,
+            "seed": self.seed,
+            "derivation": params.DERIVATION,
+            "values": dict(self.values),
+        }
+
+
+def instantiate(suite: Suite, *, seed: int = DEFAULT_SEED, repeat: int = 1, values: Mapping[str, str | int] | None = None) -> Suite:
+    """The suite of one seeded instance: values drawn, placeholders filled, typed specs rebuilt.
+
+    Args:
+        suite: The suite as loaded (validated, so every placeholder is declared or run-time).
+        seed: The session seed (``--agentbench-seed``).
+        repeat: The repeat index, 1 for ``r1``.
+        values: Recorded values to use instead of drawing them (a saved run re-rendered: the run
+            is judged on what it was asked, even if the declaration changed since).
+
+    Returns:
+        A Suite whose ``instance`` says which instance it is and whose ``template`` is the suite
+        as declared (for the digest); without params only those two fields differ.
+
+    Raises:
+        ValueError: A bad seed or repeat index (the suite itself was validated on load).
+    """
+    declared = suite.declared
+    if values is None:
+        values = params.instance_values(declared.raw.get("params"), seed=seed, suite=declared.name, repeat=repeat)
+    else:
+        params.instance_values(None, seed=seed, suite=declared.name, repeat=repeat)  # the same checks of seed and repeat
+        values = dict(values)
+    instance = Instance(repeat=repeat, seed=seed, id=params.instance_id(repeat, values), values=values)
+    if not values:
+        return replace(declared, instance=instance, template=declared)
+    data = fill_mapping(declared.raw, values)
+    prompt_text = params.fill(declared.prompt_text, values).value
+    built = build_suite(declared.path, data, declared.line, declared.app, declared.prompt_path, prompt_text)
+    return replace(built, instance=instance, template=declared)
+
+
+def fill_mapping(raw: Mapping[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of a suite mapping with `values` filled into its fillable parts (`load.fillable`); other keys stay as written."""
+    filled = params.fill(fillable(raw), values).value
+    data = dict(raw)
+    for key, value in filled.items():
+        # Only claude.appendSystemPrompt is fillable inside `claude`; its other keys are kept.
+        data[key] = {**raw[key], **value} if key == "claude" else value
+    return data
+
+
+def item_name(suite: Suite, *, repeats: int) -> str:
+    """The pytest item name of an instance: the suite name, with `[<instance id>]` when there are repeats or params.
+
+    A single run of a suite without params keeps the plain name (`wifi-on`), so node ids of
+    ordinary sessions do not change; every other run names its instance (`bug-repro[r3]`,
+    `contacts-add[r3-42-Bob]`).
+    """
+    instance = suite.instance
+    if instance is None or (repeats <= 1 and not instance.values):
+        return suite.name
+    return f"{suite.name}[{instance.id}]"
