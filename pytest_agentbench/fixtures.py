@@ -19,6 +19,7 @@ from pytest_agentbench.device.adb import Adb, AdbEndpoint
 from pytest_agentbench.device.claimlog import CLAIM_LOG_NAME
 from pytest_agentbench.device.pool import ClaimedDevice, DevicePool, candidates_for, ensure_server, share_of
 from pytest_agentbench.device.selection import DeviceEntry, check_no_ios_devices, parse_device_entries, parse_device_option
+from pytest_agentbench.run import shutdown
 from pytest_agentbench.run.artifacts import PrivateDaemon, new_run_dir
 from pytest_agentbench.run.preflight import PreflightResult, run_preflight
 from pytest_agentbench.session import session_key
@@ -47,6 +48,8 @@ def agentbench_devices(request: pytest.FixtureRequest) -> Iterator[DevicePool]:
     # Only a session that uses its own adb server may start one (devices all named on other servers need none).
     uses_own_server = bool(sim_count) or not entries or any(entry.endpoint is None for entry in entries)
     started_server = ensure_server(adb) if uses_own_server else False
+    # A forced exit (a second Ctrl+C) skips this teardown; the adb server we started goes anyway.
+    forced = shutdown.on_force_exit(lambda: adb.kill_server(timeout_s=2)) if started_server else None
     fleet = None
     try:
         with warm_starts(request.config):
@@ -66,6 +69,8 @@ def agentbench_devices(request: pytest.FixtureRequest) -> Iterator[DevicePool]:
             fleet.stop()
         if started_server:
             adb.kill_server()
+        if forced is not None:
+            shutdown.forget(forced)
 
 
 _controller_adb_key = pytest.StashKey["Adb"]()
@@ -128,7 +133,12 @@ def warm_starts(config: pytest.Config) -> Iterator[None]:
 def agentbench_device(request: pytest.FixtureRequest, agentbench_devices: DevicePool) -> Iterator[ClaimedDevice]:
     """A device for this test: ownership checked, benchmark lock held, allocation claim held."""
     with agentbench_devices.claim(holder=request.node.nodeid) as device:
-        yield device
+        # Claim files are released by a forced exit too (a dead owner's claim is stale anyway).
+        forced = shutdown.on_force_exit(device.release)
+        try:
+            yield device
+        finally:
+            shutdown.forget(forced)
 
 
 @pytest.fixture

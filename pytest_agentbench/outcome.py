@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,11 +16,13 @@ import pytest
 import yaml
 
 from pytest_agentbench.audit.scoring import scoring_code_digest
+from pytest_agentbench.audit.timing import time_split
 from pytest_agentbench.audit.transcript import Transcript, parse_file
 from pytest_agentbench.audit.verdict import Audit, audit_run, watched_patterns
 from pytest_agentbench.baseline.snippet import build_baseline_block, insert_baseline, render_snippet, snippet_blockers
 from pytest_agentbench.errors import VerdictFailed
 from pytest_agentbench.options import attempts_for
+from pytest_agentbench.progress import live_progress
 from pytest_agentbench.report.document import build_result_document
 from pytest_agentbench.report.text import render_text_report
 from pytest_agentbench.run.artifacts import PrivateDaemon, RunArtifacts, new_run_dir
@@ -27,6 +30,7 @@ from pytest_agentbench.run.execute import measure_run
 from pytest_agentbench.run.fingerprints import UNKNOWN, suite_digest
 from pytest_agentbench.run.record import Run, audit_inputs
 from pytest_agentbench.run.server_build import agent_cli_version
+from pytest_agentbench.run.stream import read_arrivals
 from pytest_agentbench.session import RESULT_PROPERTY, session_key
 
 if TYPE_CHECKING:
@@ -67,7 +71,7 @@ def run_suite_item(item: SuiteItem) -> None:
             suite=item.suite, device=device, run_dir=run_dir, daemon=daemon,
             preflight=item.funcargs["agentbench_preflight"], options=options, profile=session.profile,
             cache=session_cache(item.config), environ=device.environ(os.environ), project_root=item.config.rootpath,
-            nodeid=item.nodeid,
+            nodeid=item.nodeid, progress=live_progress(item),
         )
         result, transcript = conclude(item.config, run, result_path=RunArtifacts(run_dir).result)
         if not options.record_baseline or result["snippet"]["written"]:
@@ -92,8 +96,18 @@ def conclude(config: pytest.Config, run: Run, *, result_path: Path, saved: dict[
         The result document and the parsed transcript.
     """
     session = config.stash[session_key]
+    clock = time.monotonic()
     transcript = parse_file(run.transcript_path, watch=watched_patterns(run.suite))
     audit = audit_run(run, transcript)
+    split = time_split(
+        transcript.timeline, read_arrivals(run.timing_path), wall_clock_seconds=run.process.wall_clock_seconds,
+        tool_names={call.id: call.name for call in transcript.tool_calls},
+    )
+    timing = {
+        "agent": split.as_dict() if split is not None else None,
+        # A re-rendered run keeps the harness times it recorded, its audit's included.
+        "harness": {"auditSeconds": round(time.monotonic() - clock, 3), **run.harness_seconds},
+    }
     environ = dict(os.environ)
     if saved is None:
         fingerprints = _fingerprints(session, run, transcript)
@@ -113,7 +127,7 @@ def conclude(config: pytest.Config, run: Run, *, result_path: Path, saved: dict[
         server_build_components=run.server_build_components, baseline=suite.baseline,
         baseline_tool_sequence=suite.baseline_tool_sequence, snippet_path=snippet_path,
         snippet_blockers=blockers, audit_inputs=audit_inputs(run),
-        preflight_round_trips=run.preflight_round_trips, environ=environ, cleanup=run.cleanup,
+        preflight_round_trips=run.preflight_round_trips, environ=environ, cleanup=run.cleanup, timing=timing,
         instance=suite.instance.to_json() if suite.instance is not None else None,
     )
     if saved is not None:

@@ -13,6 +13,9 @@ from _pytest.fixtures import TopRequest
 from pytest_agentbench import htmlreport
 from pytest_agentbench.errors import AgentbenchError, SuiteError
 from pytest_agentbench.options import add_options, attempts_for
+from pytest_agentbench.progress import PLUGIN_NAME as PROGRESS_PLUGIN_NAME
+from pytest_agentbench.progress import ProgressReporter
+from pytest_agentbench.run import shutdown
 from pytest_agentbench.run.dryrun import SECTION as DRY_RUN_SECTION
 from pytest_agentbench.session import INSTANCE_PROPERTY, SUITE_PROPERTY, AgentbenchSession, session_key
 from pytest_agentbench.suite import Suite, load_suite
@@ -32,6 +35,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER)
     session = config.stash[session_key] = AgentbenchSession(config)
     config.pluginmanager.register(session, SESSION_PLUGIN_NAME)
+    config.pluginmanager.register(ProgressReporter(config), PROGRESS_PLUGIN_NAME)
+    # SIGTERM and SIGHUP stop the agent and the session's processes as Ctrl+C does.
+    shutdown.install()
     htmlreport.register(config)
     if not config.pluginmanager.has_plugin(FIXTURES_PLUGIN):
         config.pluginmanager.import_plugin(FIXTURES_PLUGIN)
@@ -56,6 +62,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     session = config.stash.get(session_key, None)
     if session is not None and config.pluginmanager.is_registered(session):
         config.pluginmanager.unregister(session)
+        shutdown.uninstall()
+    progress = config.pluginmanager.get_plugin(PROGRESS_PLUGIN_NAME)
+    if progress is not None:
+        config.pluginmanager.unregister(progress)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> SuiteFile | None:

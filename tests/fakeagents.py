@@ -3,7 +3,7 @@
 Each script accepts Claude Code's print-mode flags (it ignores them), reads the prompt on stdin and
 writes Claude Code stream-json lines on stdout, then misbehaves as asked: hang, die by a signal,
 print garbage or a truncated last line, answer without touching the device, exit non-zero, kill
-a process (the simulated phone), or hand over to `agentbench-replay`.
+a process (the simulated phone), hand over to `agentbench-replay`, or linger after its result.
 
 `write_agent(directory, "hang", marker=...)` writes one behaviour; `write_dispatcher(directory,
 {suite name: Behaviour(...)})` writes one agent that picks its behaviour from `AGENTBENCH_SUITE`
@@ -109,11 +109,17 @@ say(PARAMS["final"])
 result(PARAMS["final"], subtype=PARAMS.get("subtype", "error_max_budget_usd"), is_error=True)
 """,
     # Writes a marker (its pid, its group, a child's pid) and sleeps forever. The child stays in
-    # the agent's process group and ignores SIGTERM, as a stuck MCP server might.
+    # the agent's process group and ignores SIGTERM, as a stuck MCP server might; the marker is
+    # written only once the child ignores it (under load it might not yet, and die of SIGTERM).
     "hang": """
-child = subprocess.Popen([sys.executable, "-c",
-    "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(3600)"])
 init()
+ready = PARAMS["marker"] + ".child-ready"
+child = subprocess.Popen([sys.executable, "-c",
+    "import signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); open(sys.argv[1], 'w').close(); time.sleep(3600)",
+    ready])
+deadline = time.monotonic() + 120
+while not os.path.exists(ready) and time.monotonic() < deadline:
+    time.sleep(0.01)
 mark(PARAMS["marker"], pid=os.getpid(), pgid=os.getpgrp(), child=child.pid)
 while True:
     time.sleep(1)
@@ -203,6 +209,14 @@ while not os.path.exists(PARAMS["go"]) and time.monotonic() < deadline:
     time.sleep(0.02)
 say(PARAMS["final"])
 result(PARAMS["final"])
+""",
+    # Plays the suite's plan with agentbench-replay (a child, same stdout), then lingers after
+    # its result event as Claude Code sometimes does, until the harness ends it.
+    "replay-linger": """
+subprocess.run(["agentbench-replay", *sys.argv[1:]], input=prompt.encode("utf-8"), check=False)
+if PARAMS.get("marker"):
+    mark(PARAMS["marker"], pid=os.getpid(), pgid=os.getpgrp())
+time.sleep(PARAMS.get("linger_s", 600))
 """,
     # Becomes agentbench-replay with the same arguments and stdin (same pid, same process group).
     "replay": """

@@ -190,6 +190,8 @@ def test_a_clean_run_passes_with_every_check_recorded() -> None:
         (ProcessOutcome(exit_code=None, timed_out=False, signal=signal.SIGKILL, wall_clock_seconds=3), "killed by SIGKILL"),
         (ProcessOutcome(exit_code=-9, timed_out=False, signal=9, wall_clock_seconds=3), "killed by SIGKILL"),
         (ProcessOutcome(exit_code=None, timed_out=False, signal=None, wall_clock_seconds=3), "exit status is unknown"),
+        (ProcessOutcome(exit_code=None, timed_out=False, signal=signal.SIGTERM, wall_clock_seconds=30,
+                        stopped_because="no output for 30 s (claude.idleTimeoutSeconds)"), "no output for 30 s (claude.idleTimeoutSeconds)"),
     ],
     ids=[
         "a timeout is incomplete",
@@ -197,12 +199,24 @@ def test_a_clean_run_passes_with_every_check_recorded() -> None:
         "a kill by signal is incomplete",
         "a kill by signal with a negative exit code names the signal",
         "an unknown exit status is incomplete",
+        "a silent agent the harness ended is incomplete with the reason",
     ],
 )
 def test_process_problems_make_the_run_incomplete(process: ProcessOutcome, reason: str) -> None:
     audit = run_audit(process=process)
     assert audit.verdict.status == "incomplete"
     assert any(reason in r for r in audit.verdict.reasons), audit.verdict.reasons
+
+
+@pytest.mark.parametrize(
+    ("signum", "exit_code"), [(signal.SIGTERM, None), (signal.SIGKILL, None), (None, 143)], ids=["TERM", "KILL", "exit-143"]
+)
+def test_an_agent_ended_after_its_result_event_is_a_finished_run(signum: int | None, exit_code: int | None) -> None:
+    lingered = ProcessOutcome(exit_code=exit_code, timed_out=False, signal=signum, wall_clock_seconds=9, ended_after_result=True)
+    assert run_audit(process=lingered).verdict == run_audit().verdict
+    # The result event still decides how it ended: an error result stays incomplete.
+    budget = transcript(result=result_event(subtype="error_max_budget_usd", is_error=True))
+    assert run_audit(process=lingered, stream=budget).verdict.reasons == run_audit(stream=budget).verdict.reasons
 
 
 @pytest.mark.parametrize(

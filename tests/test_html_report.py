@@ -19,8 +19,9 @@ from pytest_agentbench.report.html.charts import SuitePoint, _nice_max, cost_cha
 from pytest_agentbench.report.html.page import computed_statistics, page_values
 from pytest_agentbench.report.html.run_view import check_rows, time_view
 from pytest_agentbench.report.html.templates import render_template
+from pytest_agentbench.run.stream import read_arrivals
 from pytest_agentbench.report.html.timeline import (
-    INLINE_CHARS, _cut, build_timeline, call_duration, call_marks, read_arrivals, stumble_patterns,
+    INLINE_CHARS, _cut, build_timeline, call_duration, call_marks, stumble_patterns,
 )
 from pytest_agentbench.report.stats import wilson_interval
 from pytest_agentbench.sim.png import render_png

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from pytest_agentbench.run.invocation import (
     is_run_shaping_variable,
 )
 from pytest_agentbench.options import AgentbenchOptions
+from pytest_agentbench.run.artifacts import RunArtifacts, write_run_files
 from pytest_agentbench.servers import agentbench_profile, auto_mobile_profile, mobile_mcp_profile
 from pytest_agentbench.suite import Suite, load_suite
 
@@ -290,3 +292,21 @@ def test_describe_masks_secrets_and_shows_changes(tmp_path: Path) -> None:
     assert '"mcpServers"' in text and "--strict-mcp-config" in text
     for secret in ("sk-ant-planted-secret-0001", "planted-token-0002", "planted-proxy-pass", "planted-gh-token"):
         assert secret not in text
+
+
+@pytest.mark.parametrize("inherited", [None, "0", "false"], ids=["unset", "inherited-0", "inherited-false"])
+def test_mobile_mcp_telemetry_is_off_in_the_written_config_whatever_the_environment_says(tmp_path: Path, inherited: str | None) -> None:
+    # A benchmark run must not phone home: mobile-mcp reads MOBILEMCP_DISABLE_TELEMETRY.
+    environ = {"PATH": "/usr/bin", "HOME": "/home/op"}
+    if inherited is not None:
+        environ["MOBILEMCP_DISABLE_TELEMETRY"] = inherited
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    invocation = invoke(make_suite(tmp_path), profile=mobile_mcp_profile(), environ=environ, run_dir=run_dir)
+    write_run_files(RunArtifacts(run_dir), invocation)
+    written = json.loads((run_dir / "mcp-config.json").read_text(encoding="utf-8"))
+    (server,) = written["mcpServers"].values()
+    assert server["command"] == "npx" and server["args"][-1] == "@mobilenext/mobile-mcp@1.0.4"
+    assert server["env"]["MOBILEMCP_DISABLE_TELEMETRY"] == "1"
+    # Claude Code starts the server with its own environment overlaid by the config's env block.
+    assert {**invocation.env, **server["env"]}["MOBILEMCP_DISABLE_TELEMETRY"] == "1"

@@ -21,7 +21,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("audit",),
     ("baseline",),
     ("report",),
-    ("plugin", "session", "options", "fixtures", "outcome", "rerender", "htmlreport", "prove"),
+    ("plugin", "session", "options", "fixtures", "outcome", "rerender", "htmlreport", "prove", "progress"),
 )
 # Products that stand alone: they may use the stages (the MCP server drives devices, the agents
 # parse transcripts), but no stage below the glue may depend on them.

@@ -131,6 +131,42 @@ def test_session_document_counts_verdicts():
     assert [run["verdict"]["status"] for run in session["runs"]] == ["passed", "failed", "incomplete"]
 
 
+TIMING = {
+    "agent": {"wallClockSeconds": 12.34, "startupSeconds": 1.2, "modelSeconds": 6.04, "toolSeconds": 4.9,
+              "afterResultSeconds": 0.2, "tools": [
+                  {"tool": "tapOn", "count": 4, "totalSeconds": 3.1, "medianSeconds": 0.7, "unanswered": 0},
+                  {"tool": "observe", "count": 3, "totalSeconds": 1.8, "medianSeconds": 0.6, "unanswered": 1}]},
+    "harness": {"preflightSeconds": 1.14, "setupSeconds": 0.6, "postRunSeconds": 0.4, "auditSeconds": 0.01},
+}
+
+
+def test_session_document_sums_where_the_time_went():
+    without = _document()
+    results = [_document(timing=TIMING), _document(timing=TIMING), without]
+    timing = build_session_document(results)["timing"]
+    assert (timing["runsWithSplit"], timing["runsWithoutSplit"]) == (2, 1)
+    assert timing["agent"] == {"wallClockSeconds": 24.68, "startupSeconds": 2.4, "modelSeconds": 12.08,
+                               "toolSeconds": 9.8, "afterResultSeconds": 0.4}
+    assert timing["harness"] == {"preflightSeconds": 2.28, "setupSeconds": 1.2, "postRunSeconds": 0.8, "auditSeconds": 0.02}
+
+
+def test_text_report_shows_where_the_time_went():
+    report = render_text_report(_document(timing=TIMING))
+    assert "Time: agent 12.3 s = startup 1.2 + model 6.0 + tools 4.9 + after result 0.2\n" in report
+    assert "\nHarness time: preflight 1.1 s, setup 0.6 s, post-run 0.4 s, audit 0.0 s\n" in report
+    rows = [line.split() for line in report.splitlines() if line.startswith(("  tapOn", "  observe"))]
+    assert rows == [["tapOn", "4", "3.100", "0.700"], ["observe", "3", "(1", "unanswered)", "1.800", "0.600"]]
+    assert report.index("Metrics:") < report.index("Time: agent") < report.index("Harness time") < report.index("Tool sequence")
+
+
+def test_text_report_of_a_run_without_a_timing_sidecar():
+    document = _document(timing={"agent": None, "harness": {"preflightSeconds": 2.0}})
+    assert "Time: agent 4.2 s (no timing sidecar, so no split)\nHarness time: preflight 2.0 s\n" in render_text_report(document)
+    legacy = _document()
+    del legacy["timing"]  # a result.json written before timing existed
+    assert "Time: agent 4.2 s (no timing sidecar, so no split)\n" in render_text_report(legacy)
+
+
 # ----------------------------------------------------------------------------- text report
 
 

@@ -145,6 +145,19 @@ def test_from_result(saved, tmp_path, suite, doctor, target, status, ret):
         assert expected not in original.report_of(suite)
 
 
+@pytest.mark.parametrize("verbosity", ["-v", "-q", None], ids=["verbose", "quiet", "default"])
+def test_a_line_per_run_under_verbose_only(saved, verbosity):
+    root, original = saved
+    recorded = original.result_of("bug-repro")
+    run_dir = Path(recorded["runDirectory"])
+    rerun = run_session(root, "--agentbench-from-result", str(run_dir), *([verbosity] if verbosity else []), port=0)
+    metrics = recorded["metrics"]
+    line = (f"agentbench: bug-repro[{run_dir.name}] on {recorded['device']['serial']}: passed, "
+            f"{metrics['toolCalls']} tool calls, {metrics['wallClockSeconds']:.1f} s")
+    assert (line in rerun.stdout) is (verbosity == "-v"), rerun.stdout
+    assert ("agentbench: bug-repro" in rerun.stdout) is (verbosity == "-v")
+
+
 @pytest.mark.parametrize(
     ("make", "message"),
     [

@@ -31,6 +31,8 @@ from fakeagents import (
     write_dispatcher,
 )
 
+from pytest_agentbench.run.stream import read_arrivals
+
 SENTINELS = {
     "ANTHROPIC_API_KEY": "sk-ant-api03-SENTINELAPIKEY7f3a",
     "ANTHROPIC_AUTH_TOKEN": "SENTINELAUTHTOKEN9c1e",
@@ -40,8 +42,8 @@ SENTINELS = {
 SECRET_STRINGS = ("sk-ant-api03-SENTINELAPIKEY7f3a", "SENTINELAUTHTOKEN9c1e", "sentinelpass42")
 
 # The seed's artifact table; directories are the private daemon's.
-ARTIFACT_FILES = ("prompt.md", "mcp-config.json", "claude-command.json", "claude.jsonl", "claude.stderr",
-                  "preflight.log", "screen.xml", "result.json")
+ARTIFACT_FILES = ("prompt.md", "mcp-config.json", "claude-command.json", "claude.jsonl", "claude.timing.jsonl",
+                  "claude.stderr", "preflight.log", "screen.xml", "result.json")
 ARTIFACT_DIRS = ("preflight", "logs", "db", "data")
 RUN_DIR_NAME = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f]{8}$")
 BUG_REPRO_ANSWER = "Done.\nEXPECTED_COUNT: 3\nDISPLAYED_COUNT: 0"
@@ -158,6 +160,30 @@ def test_run_directory_holds_every_artifact(committed: Session, suite: str, has_
     if has_baseline:
         block = yaml.safe_load((run_dir / "baseline.yml").read_text(encoding="utf-8"))
         assert block["baseline"]["metrics"]["toolCalls"] == result["metrics"]["toolCalls"]
+
+
+@pytest.mark.parametrize("suite", ["bug-repro", "ux-flow", "wifi-on"])
+def test_time_split_adds_up_to_the_agent_wall_clock(committed: Session, suite: str) -> None:
+    run_dir = committed.run_dir(suite)
+    lines = (run_dir / "claude.jsonl").read_bytes().count(b"\n")
+    arrivals = read_arrivals(run_dir / "claude.timing.jsonl")
+    assert sorted(arrivals) == list(range(1, lines + 1)), "one arrival time per stream line"
+    result = committed.result(suite)
+    wall = result["metrics"]["wallClockSeconds"]
+    assert list(arrivals.values()) == sorted(arrivals.values()) and 0 < max(arrivals.values()) <= wall
+    agent = result["timing"]["agent"]
+    parts = agent["startupSeconds"] + agent["modelSeconds"] + agent["toolSeconds"] + agent["afterResultSeconds"]
+    assert parts == pytest.approx(wall, rel=0.05), agent
+    assert agent["wallClockSeconds"] == wall and agent["toolSeconds"] > 0 and agent["startupSeconds"] > 0
+    assert sum(tool["count"] for tool in agent["tools"]) == result["metrics"]["toolCalls"]
+    assert {tool["tool"]: tool["count"] for tool in agent["tools"]} == result["metrics"]["toolCounts"]
+    harness = result["timing"]["harness"]
+    assert set(harness) == {"preflightSeconds", "setupSeconds", "postRunSeconds", "auditSeconds"}
+    assert harness["preflightSeconds"] > 0
+    assert f"Time: agent {wall:.1f} s = startup " in committed.terminal
+    # -v shows a line per run with its device, verdict, calls and seconds.
+    line = f"agentbench: {suite} on {result['device']['serial']}: passed, {result['metrics']['toolCalls']} tool calls, {wall:.1f} s"
+    assert line in committed.done.stdout
 
 
 def test_preflight_stages_the_seeded_preferences(committed: Session) -> None:

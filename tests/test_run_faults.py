@@ -1,4 +1,4 @@
-"""Fault tests for the measured run: hung, killed and interrupted agents, held and crashed locks, a vanishing phone -> outcomes and clean-up.
+"""Fault tests for the measured run: hung, silent, lingering, killed and interrupted agents, held and crashed locks, a vanishing phone -> outcomes and clean-up.
 
 Every scenario is a real pytest session (a subprocess) on a simulated phone behind a private adb
 server, with a private claim root, so what it leaves behind (processes, claim files) can be checked.
@@ -6,6 +6,7 @@ server, with a private claim root, so what it leaves behind (processes, claim fi
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -15,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from adbserver import PrivateAdbServer, start_private_adb_server
+from adbserver import PrivateAdbServer, free_port, start_private_adb_server
 from fakeagents import (
     Behaviour,
     junit_cases,
@@ -29,8 +30,9 @@ from fakeagents import (
     write_dispatcher,
 )
 
-from pytest_agentbench.device.adb import AdbEndpoint
+from pytest_agentbench.device.adb import Adb, AdbEndpoint
 from pytest_agentbench.device.claims import benchmark_lock_path
+from pytest_agentbench.run.runner import DEFAULT_GRACE_SECONDS
 from pytest_agentbench.sim.fleet import SimFleet
 
 ANSWER = "Done.\nEXPECTED_COUNT: 3\nDISPLAYED_COUNT: 0"
@@ -82,21 +84,27 @@ def phone(adb_server: PrivateAdbServer) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def hung_and_killed(adb_server: PrivateAdbServer, tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """One session: an agent that hangs (timeoutSeconds: 3) and one killed by SIGKILL."""
+    """One session: an agent that hangs (timeoutSeconds: 3), one killed by SIGKILL, one silent past
+    idleTimeoutSeconds, and one that plays its plan and then lingers after its result event."""
     tmp = tmp_path_factory.mktemp("hang")
-    marker = tmp / "hang-marker.json"
+    marker, silent, linger = tmp / "hang-marker.json", tmp / "silent-marker.json", tmp / "linger-marker.json"
     project = make_project(tmp / "project", {
         "agent-hangs": {**FAST, "claude": {"timeoutSeconds": 3}},
         "agent-killed": FAST,
+        "agent-silent": {**FAST, "claude": {"idleTimeoutSeconds": 5}},
+        "agent-lingers": FAST,
     })
     agent = write_dispatcher(tmp / "agent", {
         "agent-hangs": Behaviour("hang", {"marker": str(marker)}),
         "agent-killed": Behaviour("signal", {"signal": int(signal.SIGKILL)}),
+        "agent-silent": Behaviour("hang", {"marker": str(silent)}),
+        "agent-lingers": Behaviour("replay-linger", {"marker": str(linger)}),
     })
     env = session_env(adb_server.port, tmp / "claims")
     done = run_session(project, ["benchmark/", "--device", "sim", "--claude", str(agent), f"--junitxml={tmp / 'r.xml'}", "-rA",
                                  "--agentbench-output", str(tmp / "out")], env)
-    return {"done": done, "cases": junit_cases(tmp / "r.xml"), "marker": marker, "claims": tmp / "claims"}
+    return {"done": done, "cases": junit_cases(tmp / "r.xml"), "markers": [marker, silent, linger],
+            "claims": tmp / "claims", "project": project, "env": env}
 
 
 @pytest.mark.parametrize(
@@ -104,8 +112,9 @@ def hung_and_killed(adb_server: PrivateAdbServer, tmp_path_factory: pytest.TempP
     [
         ("agent-hangs", "incomplete: the agent timed out after claude.timeoutSeconds=3s"),
         ("agent-killed", "incomplete: the agent was killed by SIGKILL"),
+        ("agent-silent", "incomplete: no output for 5 s (claude.idleTimeoutSeconds)"),
     ],
-    ids=["hang-times-out", "killed-by-signal"],
+    ids=["hang-times-out", "killed-by-signal", "silent-past-idle-timeout"],
 )
 def test_hung_or_killed_agent_is_incomplete(hung_and_killed: dict, suite: str, reason: str) -> None:
     case = hung_and_killed["cases"][suite]
@@ -114,51 +123,188 @@ def test_hung_or_killed_agent_is_incomplete(hung_and_killed: dict, suite: str, r
     assert case.properties["agentbench_verdict"] == "incomplete"
 
 
+def test_silent_agent_is_ended_at_the_idle_timeout_not_the_timeout(hung_and_killed: dict) -> None:
+    result = _result(hung_and_killed["cases"]["agent-silent"])
+    process = result["auditInputs"]["process"]
+    assert process["stoppedBecause"] == "no output for 5 s (claude.idleTimeoutSeconds)"
+    assert not process["timedOut"]
+    # Bounded by the suite's default timeoutSeconds (900) otherwise; a hang detector, not a timing test.
+    assert process["wallClockSeconds"] < 120, process
+
+
+def test_agent_lingering_after_its_result_is_ended_and_keeps_its_verdict(hung_and_killed: dict) -> None:
+    case = hung_and_killed["cases"]["agent-lingers"]
+    assert case.outcome == "passed", case.text[-2000:]
+    result = _result(case)
+    process = result["auditInputs"]["process"]
+    # Recorded as it happened: the harness ended the group (SIGTERM) after the result event.
+    assert process["endedAfterResult"] is True and process["signal"] == signal.SIGTERM, process
+    assert result["verdict"] == {"status": "passed", "reasons": []}
+    # The agent would have slept 600 s; the grace after the result is 5 s.
+    assert process["wallClockSeconds"] < 120, process
+    assert result["timing"]["agent"]["afterResultSeconds"] >= 4.5, result["timing"]
+
+
 def test_incomplete_runs_alone_make_the_session_exit_1(hung_and_killed: dict) -> None:
     done = hung_and_killed["done"]
     assert done.returncode == 1, done.stdout[-3000:]
-    assert "2 xfailed" in done.stdout
+    assert "3 xfailed" in done.stdout and "1 passed" in done.stdout
 
 
-def test_hung_agent_leaves_nothing_running(hung_and_killed: dict) -> None:
-    started = json.loads(hung_and_killed["marker"].read_text(encoding="utf-8"))
-    # The child ignores SIGTERM: only the group's SIGKILL after the grace period ends it.
-    assert processes_in_group(started["pgid"]) == []
-    assert not pid_alive(started["pid"]) and not pid_alive(started["child"])
+def test_hung_agents_leave_nothing_running(hung_and_killed: dict) -> None:
+    for marker in hung_and_killed["markers"]:
+        started = json.loads(marker.read_text(encoding="utf-8"))
+        # The hang agents' children ignore SIGTERM: only the group's SIGKILL after the grace ends them.
+        assert processes_in_group(started["pgid"]) == [], marker.name
+        assert not pid_alive(started["pid"]) and not pid_alive(started.get("child", started["pid"])), marker.name
     assert _claim_files(hung_and_killed["claims"]) == []
 
 
-# ----------------------------------------------------------------------------- Ctrl+C
+@pytest.mark.parametrize("suite", ["agent-silent", "agent-lingers"])
+def test_rerender_of_harness_ended_runs_keeps_the_recorded_verdict(hung_and_killed: dict, suite: str, tmp_path: Path) -> None:
+    recorded = _result(hung_and_killed["cases"][suite])
+    document = tmp_path / "rerendered.json"
+    run_session(hung_and_killed["project"], ["--agentbench-from-result", recorded["runDirectory"],
+                                             "--agentbench-json", str(document), "--agentbench-output", str(tmp_path / "out")],
+                hung_and_killed["env"])
+    (rerendered,) = json.loads(document.read_text(encoding="utf-8"))["runs"]
+    assert rerendered["verdict"] == recorded["verdict"]
+    assert rerendered["timing"] == recorded["timing"]
+
+
+def _result(case) -> dict:
+    return json.loads((Path(case.properties["agentbench_run_dir"]) / "result.json").read_text(encoding="utf-8"))
+
+
+# ----------------------------------------------------------------------------- Ctrl+C, SIGTERM, SIGHUP
+
+
+def _default_signals() -> None:
+    # A signal ignored by whoever started this test run (a background job ignores SIGINT, nohup
+    # SIGHUP) stays ignored in children, and Python then never turns SIGINT into KeyboardInterrupt:
+    # the pytest under test must get the default dispositions for the signal it is sent to mean anything.
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
+
+
+class _Interrupted:
+    """A pytest session under test, started in its own process group, with a hung agent in another."""
+
+    def __init__(self, tmp_path: Path, env: dict[str, str], suites: dict) -> None:
+        self.marker = tmp_path / "agent-started.json"
+        project = make_project(tmp_path / "project", suites)
+        agent = write_agent(tmp_path / "agent", "hang", marker=str(self.marker))
+        self.proc = subprocess.Popen(
+            pytest_argv("benchmark/", "--device", "sim", "--claude", str(agent), "--agentbench-output", str(tmp_path / "out")),
+            cwd=project, env={**env, "PYTHONFAULTHANDLER": "1"}, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=_default_signals,
+        )
+        self.agent: dict | None = None
+
+    def wait_for_agent(self) -> dict:
+        self.agent = _wait_for(self.marker, self.proc)
+        return self.agent
+
+    def finish(self) -> tuple[str, str]:
+        """Wait for pytest to exit; a hang dumps its threads (faulthandler) into the failure."""
+        try:
+            return self.proc.communicate(timeout=WAIT_S)
+        except subprocess.TimeoutExpired:
+            os.kill(self.proc.pid, signal.SIGABRT)
+            out, err = self.proc.communicate(timeout=30)
+            raise AssertionError(f"pytest did not exit within {WAIT_S}s of the signal:\n{out[-3000:]}\n{err[-12000:]}") from None
+
+    def cleanup(self) -> None:
+        """Whatever happened: kill pytest's group and the agent's group (the marker names it)."""
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=30)
+        agent = self.agent
+        if agent is None and self.marker.exists():
+            agent = json.loads(self.marker.read_text(encoding="utf-8"))
+        if agent is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(agent["pgid"], signal.SIGKILL)
 
 
 def test_sigint_mid_run_releases_claims_and_lock_and_leaves_no_child(
     adb_server: PrivateAdbServer, tmp_path: Path
 ) -> None:
-    marker = tmp_path / "agent-started.json"
-    project = make_project(tmp_path / "project", {"interrupted": FAST})
-    agent = write_agent(tmp_path / "agent", "hang", marker=str(marker))
     claims = tmp_path / "claims"
-    env = session_env(adb_server.port, claims)
-    proc = subprocess.Popen(
-        pytest_argv("benchmark/", "--device", "sim", "--claude", str(agent), "--agentbench-output", str(tmp_path / "out")),
-        cwd=project, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True,
-    )
+    session = _Interrupted(tmp_path, session_env(adb_server.port, claims), {"interrupted": FAST})
     try:
-        started = _wait_for(marker, proc)
+        started = session.wait_for_agent()
         # While the agent runs, the run holds the benchmark lock (the claim was handed over).
         assert any(name.endswith(".agent-benchmark") for name in _claim_files(claims)), _claim_files(claims)
-        os.kill(proc.pid, signal.SIGINT)  # pytest only, as a terminal's Ctrl+C would reach it
-        out, err = proc.communicate(timeout=WAIT_S)
+        os.kill(session.proc.pid, signal.SIGINT)  # pytest only, as a terminal's Ctrl+C would reach it
+        out, err = session.finish()
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    assert proc.returncode == 2, out[-3000:] + err[-2000:]
+        session.cleanup()
+    assert session.proc.returncode == 2, out[-3000:] + err[-2000:]
     assert "KeyboardInterrupt" in out + err
     assert processes_in_group(started["pgid"]) == [], "the agent's process group outlived pytest"
     assert not pid_alive(started["child"])
-    assert processes_in_group(proc.pid) == [], "pytest left a child in its own process group"
+    assert processes_in_group(session.proc.pid) == [], "pytest left a child in its own process group"
+    assert _claim_files(claims) == []
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_sigterm_or_sighup_mid_run_stops_the_agent_and_what_the_session_started(tmp_path: Path, signum: int) -> None:
+    # No adb server listens on this port: the session starts one, and must stop it again.
+    port = free_port()
+    claims = tmp_path / "claims"
+    session = _Interrupted(tmp_path, session_env(port, claims), {"terminated": FAST})
+    adb = Adb(AdbEndpoint("127.0.0.1", port))
+    try:
+        started = session.wait_for_agent()
+        assert adb.server_running(), "the session did not start its own adb server"
+        os.kill(session.proc.pid, signum)  # how CI cancels a job, `timeout` ends it, a closed terminal hangs up
+        out, err = session.finish()
+    finally:
+        session.cleanup()
+        deadline = time.monotonic() + 10
+        while adb.server_running() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        stopped_adb = not adb.server_running()
+        if not stopped_adb:
+            adb.kill_server(timeout_s=10)
+    assert session.proc.returncode == 2, out[-3000:] + err[-2000:]
+    assert f"{signal.Signals(signum).name} received" in out + err, out[-3000:]
+    assert processes_in_group(started["pgid"]) == [], "the agent's process group outlived pytest"
+    assert not pid_alive(started["pid"]) and not pid_alive(started["child"])
+    assert processes_in_group(session.proc.pid) == [], "pytest left a child in its own process group"
+    assert _claim_files(claims) == []
+    assert stopped_adb, "the adb server the session started outlived it"
+
+
+def test_a_second_ctrl_c_ends_at_once(adb_server: PrivateAdbServer, tmp_path: Path) -> None:
+    claims = tmp_path / "claims"
+    session = _Interrupted(tmp_path, session_env(adb_server.port, claims), {"impatient": FAST})
+    try:
+        started = session.wait_for_agent()
+        os.kill(session.proc.pid, signal.SIGINT)
+        # The agent dies of the group's SIGTERM; its child ignores it, so pytest now waits out the
+        # 5 s grace before SIGKILL. The second Ctrl+C must not wait for it.
+        deadline = time.monotonic() + WAIT_S
+        while pid_alive(started["pid"]):
+            assert time.monotonic() < deadline, "the first Ctrl+C did not stop the agent"
+            time.sleep(0.02)
+        assert pid_alive(started["child"]), "the child did not survive SIGTERM: the test proves nothing"
+        second = time.monotonic()
+        os.kill(session.proc.pid, signal.SIGINT)
+        out, err = session.finish()
+        took = time.monotonic() - second
+    finally:
+        session.cleanup()
+    assert session.proc.returncode == 2, out[-3000:] + err[-2000:]
+    assert "a second signal (SIGINT): killed 1 agent process group(s), exiting now" in err, err[-3000:]
+    assert took < DEFAULT_GRACE_SECONDS - 1, f"the second Ctrl+C took {took:.1f}s"
+    # SIGKILL takes effect asynchronously: a loaded machine may still be tearing the child down.
+    deadline = time.monotonic() + 10
+    while processes_in_group(started["pgid"]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert processes_in_group(started["pgid"]) == []
+    assert not pid_alive(started["child"])
     assert _claim_files(claims) == []
 
 

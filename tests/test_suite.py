@@ -119,6 +119,9 @@ MALFORMED = [
     ("timeout-zero", setting("claude.timeoutSeconds", 0), "claude.timeoutSeconds: expected a number > 0, got 0"),
     ("timeout-string", setting("claude.timeoutSeconds", "600"), "claude.timeoutSeconds: expected a number, got '600' (a string)"),
     ("timeout-bool", setting("claude.timeoutSeconds", True), "claude.timeoutSeconds: expected a number, got true (a boolean)"),
+    ("idle-timeout-zero", setting("claude.idleTimeoutSeconds", 0), "claude.idleTimeoutSeconds: expected a number > 0, got 0"),
+    ("idle-timeout-string", setting("claude.idleTimeoutSeconds", "60"), "claude.idleTimeoutSeconds: expected a number, got '60' (a string)"),
+    ("idle-timeout-typo", setting("claude.idleTimeout", 60), "claude.idleTimeout: unknown key (did you mean 'idleTimeoutSeconds'?)"),
     ("budget-zero", setting("claude.maxBudgetUsd", 0), "claude.maxBudgetUsd: expected a number > 0, got 0"),
     ("budget-negative", setting("claude.maxBudgetUsd", -2), "claude.maxBudgetUsd: expected a number > 0, got -2"),
     ("pref-unsafe-int", setting("preflight.sharedPreferences.prefs.big", MAX_SAFE_INTEGER + 1), "preflight.sharedPreferences.prefs.big: expected a safe integer"),
@@ -204,6 +207,7 @@ VALID = [
     })),
     ("settle-zero", setting("preflight.settleSeconds", 0)),
     ("timeout-fraction", setting("claude.timeoutSeconds", 0.5)),
+    ("idle-timeout", setting("claude.idleTimeoutSeconds", 120)),
     ("budget-cents", setting("claude.maxBudgetUsd", 0.01)),
     ("one-screen-check", setting("verify.screenIncludes", ["Only this"])),
     ("tools-bare-and-full", setting("claude", {"allowedTools": ["mcp__agentbench", "observe"], "disallowedTools": ["openLink", "Write"]})),
@@ -229,6 +233,7 @@ def test_defaults_are_the_seeds(tmp_path: Path) -> None:
     assert suite.preflight.launch_uri is None
     assert suite.preflight.shared_preferences == {}
     assert suite.claude.timeout_seconds == 900.0
+    assert suite.claude.idle_timeout_seconds is None
     assert suite.claude.allowed_tools is None
     assert suite.claude.disallowed_tools == ()
     assert suite.claude.max_budget_usd is None
@@ -241,8 +246,10 @@ def test_values_become_typed_fields(tmp_path: Path) -> None:
     data["app"]["apkPath"] = "build/app.apk"
     data["preflight"]["sharedPreferences"]["prefs"].update({"tags": ["a", "b"], "ratio": 0.25, "n": 3})
     data["baseline"] = FULL_BASELINE
+    data["claude"]["idleTimeoutSeconds"] = 90
     suite = load_suite(write_suite(tmp_path, data), tmp_path)
     assert suite.app.apk_path == (tmp_path / "build" / "app.apk").resolve()
+    assert suite.claude.idle_timeout_seconds == 90.0 and isinstance(suite.claude.idle_timeout_seconds, float)
     prefs = suite.preflight.shared_preferences["prefs"]
     assert prefs == {"done": True, "tags": ("a", "b"), "ratio": 0.25, "n": 3}
     assert [type(v) for v in prefs.values()] == [bool, tuple, float, int]

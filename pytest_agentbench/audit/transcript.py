@@ -153,6 +153,23 @@ class UnparseableLine:
 
 
 @dataclass(frozen=True)
+class LineEvent:
+    """One event line's place in the run's timeline (what `audit.timing` needs, nothing more).
+
+    Attributes:
+        line: Its 1-based line number (the key of the timing sidecar's rows).
+        kind: `init`, `assistant`, `user`, `result`, or another event type as written.
+        opened: Ids of the tool_use blocks it carries.
+        answered: `tool_use_id`s of the tool_result blocks it carries.
+    """
+
+    line: int
+    kind: str
+    opened: tuple[str, ...] = ()
+    answered: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Transcript:
     """Everything the audit needs from one agent run's stdout."""
 
@@ -164,6 +181,8 @@ class Transcript:
     line_count: int
     observed_model: str | None
     reports: tuple[AgentReport, ...] = ()
+    #: Every event line in stream order, for the time split.
+    timeline: tuple[LineEvent, ...] = ()
 
 
 def short_tool_name(name: str) -> str:
@@ -227,24 +246,30 @@ class _Builder:
     last_message_id: object = None
     last_message_texts: list[str] = field(default_factory=list)
     last_message_has_tool_use: bool = False
+    timeline: list[LineEvent] = field(default_factory=list)
 
     def add_event(self, event: dict[str, Any]) -> None:
         kind = event["type"]
-        if kind == "system" and event.get("subtype") == "init" and self.init is None:
-            self.init = _init_event(event)
+        opened: tuple[str, ...] = ()
+        answered: tuple[str, ...] = ()
+        if kind == "system" and event.get("subtype") == "init":
+            kind = "init"
+            if self.init is None:
+                self.init = _init_event(event)
         elif kind == "system" and event.get("subtype") == AGENT_REPORT_SUBTYPE:
             self.reports.append(_agent_report(event, self.line_number))
         elif kind == "assistant":
-            self._add_assistant(event)
+            opened = self._add_assistant(event)
         elif kind == "user":
-            self._add_user(event)
+            answered = self._add_user(event)
         elif kind == "result":
             self.result = _result_event(event)
+        self.timeline.append(LineEvent(self.line_number, kind, opened, answered))
 
-    def _add_assistant(self, event: dict[str, Any]) -> None:
+    def _add_assistant(self, event: dict[str, Any]) -> tuple[str, ...]:
         message = event.get("message")
         if not isinstance(message, dict):
-            return
+            return ()
         model = message.get("model")
         if self.assistant_model is None and isinstance(model, str) and model and model != SYNTHETIC_MODEL:
             self.assistant_model = model
@@ -253,6 +278,7 @@ class _Builder:
             self.last_message_id = message_id if message_id is not None else object()
             self.last_message_texts = []
             self.last_message_has_tool_use = False
+        opened = []
         for block in _blocks(message.get("content")):
             block_type = block.get("type")
             if block_type == "text":
@@ -271,15 +297,19 @@ class _Builder:
                     "watched_hits": frozenset(),
                     "use_line": self.line_number,
                 }
+                opened.append(call_id)
+        return tuple(opened)
 
-    def _add_user(self, event: dict[str, Any]) -> None:
+    def _add_user(self, event: dict[str, Any]) -> tuple[str, ...]:
         message = event.get("message")
         if not isinstance(message, dict):
-            return
+            return ()
+        answered = []
         for block in _blocks(message.get("content")):
             if block.get("type") != "tool_result":
                 continue
-            call = self.calls.get(str(block.get("tool_use_id")))
+            call_id = str(block.get("tool_use_id"))
+            call = self.calls.get(call_id)
             if call is None:
                 continue
             text = tool_result_text(block.get("content"))
@@ -288,6 +318,8 @@ class _Builder:
             call["result_line"] = self.line_number
             call["watched_hits"] = frozenset(pattern for pattern in self.watch if pattern and pattern in text)
             call["is_error"] = block.get("is_error") is True
+            answered.append(call_id)
+        return tuple(answered)
 
     def build(self, line_count: int) -> Transcript:
         final_text = None
@@ -308,6 +340,7 @@ class _Builder:
             line_count=line_count,
             observed_model=observed_model,
             reports=tuple(self.reports),
+            timeline=tuple(self.timeline),
         )
 
 

@@ -3,10 +3,12 @@
 Pure: no I/O, no clock. Only hard signals decide the verdict; baselines never do. This is the
 only place a verdict is decided, for live runs and re-rendered ones alike.
 
-* `incomplete` (wins over `failed`): the agent timed out, was killed by a signal or exited
-  non-zero, an MCP server was not `connected` in init (or there was no init), the stream has no
-  `result` or an error one (`error_max_budget_usd`, `error_max_turns`, `success` with
-  `is_error` = an API error), or some stream lines did not parse.
+* `incomplete` (wins over `failed`): the agent timed out, printed nothing for
+  `idleTimeoutSeconds`, was killed by a signal or exited non-zero (an agent the harness ended
+  because it lingered after its `result` event counts as finished), an MCP server was not
+  `connected` in init (or there was no init), the stream has no `result` or an error one
+  (`error_max_budget_usd`, `error_max_turns`, `success` with `is_error` = an API error), or
+  some stream lines did not parse.
   The device going away during the run, or a failed device-use check when the harness could
   not list the server's tools, also leave the run incomplete: neither is the agent's doing.
 * `failed`: the run completed, but there was no non-error call to a device-aware tool, or an
@@ -109,6 +111,10 @@ def incomplete_reasons(*, suite: Suite, transcript: Transcript, process: Process
         reasons.append(f"the agent timed out after claude.timeoutSeconds={suite.claude.timeout_seconds:g}s")
     elif process.stopped_because is not None:
         reasons.append(process.stopped_because)
+    elif process.ended_after_result:
+        # The agent lingered after its result event and the harness ended it: a finished run,
+        # whose result event (below) says how it ended; the signal was ours.
+        pass
     elif process.signal is not None:
         reasons.append(f"the agent was killed by {_signal_name(process.signal)}")
     elif process.exit_code is None:

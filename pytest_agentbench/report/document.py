@@ -92,6 +92,7 @@ def build_result_document(
     environ: Mapping[str, str] | None = None,
     instance: Mapping[str, Any] | None = None,
     cleanup: Mapping[str, Any] | None = None,
+    timing: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The result.json document of one run: metadata, audit, metrics, comparison and fingerprints.
 
@@ -121,6 +122,8 @@ def build_result_document(
         instance: The seeded task instance (`suite.instance.Instance.to_json()`: id, repeat,
             seed, values), so a later comparison can pair runs of the same instance.
         cleanup: What cleanup did and left (`run.cleanup.run_cleanup`); shown, never judged.
+        timing: Where the time went: `agent` (`audit.timing.TimeSplit.as_dict()`, or None for a
+            run without a timing sidecar) and `harness` (preflight, setup, post-run, audit seconds).
 
     Returns:
         A JSON-serialisable dict; `render_text_report` renders it without any other input, so
@@ -174,6 +177,7 @@ def build_result_document(
         "auditInputs": dict(audit_inputs or {}),
         "preflight": {"roundTrips": preflight_round_trips, "appBuild": current.get("appBuild")},
         "cleanup": _plain(cleanup) if cleanup is not None else None,
+        "timing": {"agent": None, "harness": {}, **_plain(timing or {})},
     }
     return scrub(document, environ)
 
@@ -216,6 +220,7 @@ def build_session_document(
         "seed": seed,
         "repeat": repeat,
         "counts": counts,
+        "timing": session_timing(results),
         "runs": [dict(result) for result in results],
         "unrecorded": [dict(run) for run in unrecorded],
     }
@@ -224,6 +229,38 @@ def build_session_document(
     if comparison is not None:
         document["comparison"] = dict(comparison)
     return document
+
+
+_AGENT_PARTS = ("wallClockSeconds", "startupSeconds", "modelSeconds", "toolSeconds", "afterResultSeconds")
+
+
+def session_timing(results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Where the session's time went: the runs' time splits and harness times, summed.
+
+    Runs without a split (saved before the timing sidecar existed) are counted in
+    `runsWithoutSplit` and left out of the agent sums, not guessed.
+    """
+    agent = dict.fromkeys(_AGENT_PARTS, 0.0)
+    harness: dict[str, float] = {}
+    split = unsplit = 0
+    for result in results:
+        timing = result.get("timing") or {}
+        parts = timing.get("agent")
+        if parts:
+            split += 1
+            for key in _AGENT_PARTS:
+                agent[key] += float(parts.get(key) or 0.0)
+        else:
+            unsplit += 1
+        for key, value in (timing.get("harness") or {}).items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                harness[key] = harness.get(key, 0.0) + float(value)
+    return {
+        "runsWithSplit": split,
+        "runsWithoutSplit": unsplit,
+        "agent": {key: round(value, 3) for key, value in agent.items()},
+        "harness": {key: round(value, 3) for key, value in harness.items()},
+    }
 
 
 def verdict_status(result: Mapping[str, Any]) -> str:

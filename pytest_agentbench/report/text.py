@@ -1,4 +1,4 @@
-"""A result.json document -> the run's text report (verdict, checks, stumbles, comparison, metrics, sequence, snippet)."""
+"""A result.json document -> the run's text report (verdict, checks, stumbles, comparison, metrics, time, sequence, snippet)."""
 
 from __future__ import annotations
 
@@ -82,6 +82,40 @@ def _metrics_section(result: Mapping[str, Any]) -> list[str]:
     return ["Metrics:"] + ["  " + line for line in rendered.splitlines()]
 
 
+def _seconds(value: Any) -> str:
+    return "?" if value is None else f"{float(value):.1f}"
+
+
+_HARNESS_PARTS = (("preflightSeconds", "preflight"), ("setupSeconds", "setup"), ("postRunSeconds", "post-run"), ("auditSeconds", "audit"))
+
+
+def _time_section(result: Mapping[str, Any]) -> list[str]:
+    timing = result.get("timing") or {}
+    harness = timing.get("harness") or {}
+    shown = [f"{label} {_seconds(harness[key])} s" for key, label in _HARNESS_PARTS if harness.get(key) is not None]
+    ours = [f"Harness time: {', '.join(shown)}"] if shown else []
+    agent = timing.get("agent")
+    if not agent:
+        wall = (result.get("metrics") or {}).get("wallClockSeconds")
+        return [f"Time: agent {_seconds(wall)} s (no timing sidecar, so no split)"] + ours
+    parts = " + ".join(
+        f"{label} {_seconds(agent.get(key))}"
+        for key, label in (("startupSeconds", "startup"), ("modelSeconds", "model"), ("toolSeconds", "tools"),
+                           ("afterResultSeconds", "after result"))
+    )
+    lines = [f"Time: agent {_seconds(agent.get('wallClockSeconds'))} s = {parts}"]
+    rows = [
+        [tool.get("tool", "?"), str(tool.get("count", 0)) + (f" ({tool['unanswered']} unanswered)" if tool.get("unanswered") else ""),
+         f"{float(tool.get('totalSeconds') or 0):.3f}",
+         "-" if tool.get("medianSeconds") is None else f"{float(tool['medianSeconds']):.3f}"]
+        for tool in agent.get("tools") or []
+    ]
+    if rows:
+        rendered = tabulate(rows, headers=["tool", "calls", "total s", "median s"], tablefmt="simple", disable_numparse=True)
+        lines += ["  " + line for line in rendered.splitlines()]
+    return lines + ours
+
+
 def _sequence_section(result: Mapping[str, Any]) -> list[str]:
     if not result.get("baseline"):
         sequence = result.get("toolSequence") or []
@@ -119,7 +153,8 @@ def render_text_report(result: Mapping[str, Any], *, current_scoring_code: str |
 
     Returns:
         The report: verdict and reasons, checks with expected/seen, stumbles, baseline
-        comparability flags, metric rows, the sequence diff, the snippet outcome and run dir.
+        comparability flags, metric rows, where the time went, the sequence diff, the snippet
+        outcome and run dir.
     """
     verdict = result.get("verdict") or {}
     lines = [f"{result.get('suite', '?')}: {verdict_status(result).upper()}"]
@@ -133,6 +168,7 @@ def render_text_report(result: Mapping[str, Any], *, current_scoring_code: str |
     lines += _stumbles_section(result)
     lines += _comparability_section(result)
     lines += _metrics_section(result)
+    lines += _time_section(result)
     lines += _sequence_section(result)
     lines += _snippet_section(result)
     scoring = result.get("scoringCode")

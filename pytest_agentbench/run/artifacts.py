@@ -100,6 +100,11 @@ class RunArtifacts:
         return self.run_dir / "claude.jsonl"
 
     @property
+    def timing(self) -> Path:
+        """Each stream line's arrival time (`run/stream.py` writes it)."""
+        return self.run_dir / "claude.timing.jsonl"
+
+    @property
     def stderr(self) -> Path:
         return self.run_dir / "claude.stderr"
 

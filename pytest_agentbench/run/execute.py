@@ -9,6 +9,7 @@ import glob
 import secrets
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
@@ -22,7 +23,7 @@ from pytest_agentbench.run.fingerprints import requested_model
 from pytest_agentbench.run.invocation import Invocation, InvocationOptions, build_invocation
 from pytest_agentbench.run.postrun import PostRunState, read_post_run_state, stop_run_daemons
 from pytest_agentbench.run.record import ProcessOutcome, Run
-from pytest_agentbench.run.runner import run_agent
+from pytest_agentbench.run.runner import StreamProgress, run_agent
 from pytest_agentbench.run.server_build import ServerBuild, adb_client_versions, server_build_fingerprint
 from pytest_agentbench.servers.probe import ToolClasses, probe_tools
 
@@ -118,6 +119,7 @@ def measure_run(
     environ: Mapping[str, str],
     project_root: Path,
     nodeid: str | None = None,
+    progress: Callable[[StreamProgress], None] | None = None,
 ) -> Run:
     """One attempt: preflight, the measured agent run and the post-run reads.
 
@@ -133,6 +135,7 @@ def measure_run(
         environ: The environment the run inherits.
         project_root: The pytest rootdir (lock files for the server build).
         nodeid: The pytest node id, recorded.
+        progress: Called while the agent runs with the stream so far (tool calls, seconds).
 
     Returns:
         The Run record, ready for `audit_run`.
@@ -141,7 +144,10 @@ def measure_run(
         PreflightError, DeviceUnavailable: The device could not be put into the start state.
     """
     artifacts = RunArtifacts(run_dir)
+    clock = time.monotonic()
     prepared = preflight(suite, run_dir=run_dir)
+    harness = {"preflightSeconds": _since(clock)}
+    clock = time.monotonic()
     workdir = Path(tempfile.mkdtemp(prefix="agentbench-agent-", dir=agent_workdir_parent(project_root)))
     try:
         run_token = secrets.token_hex(8)
@@ -152,17 +158,16 @@ def measure_run(
         write_run_files(artifacts, invocation)
         tools, probe_error = server_tools(cache, invocation)
         device.hand_over()
+        harness["setupSeconds"] = _since(clock)
         started_at = now()
         try:
             agent = run_agent(
                 invocation.argv, env=invocation.env, cwd=workdir, prompt=invocation.prompt,
                 stdout_path=artifacts.transcript, stderr_path=artifacts.stderr,
-                timeout_s=suite.claude.timeout_seconds,
+                timeout_s=suite.claude.timeout_seconds, timing_path=artifacts.timing,
+                idle_timeout_s=suite.claude.idle_timeout_seconds, on_progress=progress,
             )
-            process = ProcessOutcome(
-                exit_code=agent.exit_code, timed_out=agent.timed_out, signal=agent.signal,
-                wall_clock_seconds=agent.wall_clock_seconds,
-            )
+            process = agent.outcome
         except AgentProcessError as never_started:
             # A harness or setup problem (a wrong --claude), not an agent that failed: the run is
             # incomplete, so repeat statistics never count it against the agent.
@@ -171,12 +176,14 @@ def measure_run(
         finished_at = now()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+    clock = time.monotonic()
     ((_, server),) = invocation.mcp_config["mcpServers"].items()
     stop_run_daemons(device, daemon=profile.daemon, run_token=run_token, server_env={**invocation.env, **server["env"]},
                      private_dirs=daemon.dirs, log=artifacts.postrun_log)
     state, cleanup = finish_device_work(device, suite, artifacts, prepared.device_before, prepared.device_baseline)
     build = server_build(cache, profile=profile, claude=options.claude, environ=environ,
                          adb_endpoint=str(device.adb.endpoint), project_root=project_root)
+    harness["postRunSeconds"] = _since(clock)
     return Run(
         suite=suite,
         run_dir=run_dir,
@@ -199,4 +206,9 @@ def measure_run(
         device_state=state.device_state(prepared.device_before) if suite.verify.device else None,
         shell_tools=tools.shell | {f"mcp__{profile.name}__{tool}" for tool in profile.shell_tools},
         cleanup=cleanup,
+        harness_seconds=harness,
     )
+
+
+def _since(clock: float) -> float:
+    return round(time.monotonic() - clock, 3)

@@ -28,6 +28,9 @@ class ProcessOutcome:
     wall_clock_seconds: float
     #: Why the harness ended the run early, when it did (no output for N seconds), else None.
     stopped_because: str | None = None
+    #: The harness ended the group after the stream's `result` event because the agent lingered:
+    #: the run had finished, and `signal`/`exit_code` are the harness's doing, not a crash.
+    ended_after_result: bool = False
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,8 @@ class Run:
         device_state: The device checks' before- and after-reads (None: the suite has no device checks).
         shell_tools: Full names of the server's tools that run commands (profile + schemas).
         cleanup: What cleanup did and left (`run.cleanup` report), shown but never judged.
+        harness_seconds: The harness's own time around the agent (`preflightSeconds`,
+            `setupSeconds`, `postRunSeconds`), measured by `run/execute.py`.
     """
 
     suite: Suite
@@ -95,10 +100,15 @@ class Run:
     device_state: DeviceState | None = None
     shell_tools: frozenset[str] = frozenset()
     cleanup: Mapping[str, Any] | None = None
+    harness_seconds: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def transcript_path(self) -> Path:
         return self.run_dir / "claude.jsonl"
+
+    @property
+    def timing_path(self) -> Path:
+        return self.run_dir / "claude.timing.jsonl"
 
 
 def audit_inputs(run: Run) -> dict[str, Any]:
@@ -111,6 +121,7 @@ def audit_inputs(run: Run) -> dict[str, Any]:
             "signal": process.signal,
             "wallClockSeconds": process.wall_clock_seconds,
             "stoppedBecause": process.stopped_because,
+            "endedAfterResult": process.ended_after_result,
         },
         "deviceAwareTools": sorted(run.device_aware_tools),
         "probeError": run.probe_error,

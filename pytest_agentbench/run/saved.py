@@ -55,6 +55,7 @@ def _process(inputs: Mapping[str, Any], saved: Mapping[str, Any]) -> ProcessOutc
         signal=data.get("signal"),
         wall_clock_seconds=float(data.get("wallClockSeconds") or 0.0),
         stopped_because=data.get("stoppedBecause"),
+        ended_after_result=bool(data.get("endedAfterResult")),
     )
 
 
@@ -137,5 +138,12 @@ def load_run(result_path: Path, rootdir: Path) -> tuple[Run, dict[str, Any]]:
         device_state=_device_state(run_dir, inputs, bool(suite.verify.device)),
         shell_tools=frozenset(inputs.get("shellTools") or ()),
         cleanup=saved.get("cleanup"),
+        harness_seconds=_harness_seconds(saved),
     )
     return run, saved
+
+
+def _harness_seconds(saved: Mapping[str, Any]) -> dict[str, float]:
+    # Measured when the run was live (its audit included): a re-render measures nothing again.
+    harness = (saved.get("timing") or {}).get("harness") or {}
+    return {key: float(value) for key, value in harness.items() if isinstance(value, (int, float)) and not isinstance(value, bool)}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import signal
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -17,6 +18,8 @@ log = logging.getLogger(__name__)
 
 # Before the host's CNXN says otherwise, adb assumes the v1 payload limit.
 _DEFAULT_HOST_PAYLOAD = 4096
+#: Seconds `PhoneServer.start()` waits for its event loop to listen.
+START_TIMEOUT_S = 30.0
 
 
 class _Stream:
@@ -261,6 +264,9 @@ class PhoneServer:
             started = threading.Event()
 
             def run_loop() -> None:
+                # Signals belong to the main thread: delivered here, they would leave the main
+                # thread blocked in its current call (Ctrl+C would wait for an adb timeout).
+                signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
                 asyncio.set_event_loop(loop)
                 try:
                     loop.run_until_complete(self.start_serving())
@@ -279,9 +285,11 @@ class PhoneServer:
 
             thread = threading.Thread(target=run_loop, name=f"agentbench-sim-{self.host}", daemon=True)
             thread.start()
-            started.wait()
+            if not started.wait(START_TIMEOUT_S):
+                loop.call_soon_threadsafe(loop.stop)
+                raise OSError(f"the simulated phone's server did not start listening within {START_TIMEOUT_S:g}s")
             if ready["error"] is not None:
-                thread.join()
+                thread.join(START_TIMEOUT_S)
                 raise ready["error"]
             self._loop = loop
             self._thread = thread

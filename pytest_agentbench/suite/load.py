@@ -71,6 +71,8 @@ class ClaudeSpec:
     disallowed_tools: tuple[str, ...]
     max_budget_usd: float | None
     timeout_seconds: float
+    #: `idleTimeoutSeconds`: end the run when the stream is silent this long; None = off.
+    idle_timeout_seconds: float | None = None
 
 
 @dataclass(frozen=True)
@@ -446,6 +448,7 @@ def build_suite(path: Path, data: dict, line: int, app: AppSpec, prompt_path: Pa
     verify = data["verify"]
     allowed = claude.get("allowedTools")
     budget = claude.get("maxBudgetUsd")
+    idle = claude.get("idleTimeoutSeconds")
     return Suite(
         path=path,
         name=data["name"],
@@ -462,6 +465,7 @@ def build_suite(path: Path, data: dict, line: int, app: AppSpec, prompt_path: Pa
             disallowed_tools=tuple(claude.get("disallowedTools", ())),
             max_budget_usd=float(budget) if budget is not None else None,
             timeout_seconds=float(claude.get("timeoutSeconds", 900)),
+            idle_timeout_seconds=float(idle) if idle is not None else None,
         ),
         verify=VerifySpec(
             answer_includes=tuple(verify.get("answerIncludes", ())),

@@ -20,12 +20,14 @@ from pytest_agentbench.baseline.compare import format_delta, format_number
 from pytest_agentbench.errors import TranscriptError
 from pytest_agentbench.report.document import scrub, verdict_status
 from pytest_agentbench.report.html.assets import Assets
-from pytest_agentbench.report.html.timeline import TIMING_NAME, build_timeline, read_arrivals
+from pytest_agentbench.report.html.timeline import build_timeline
+from pytest_agentbench.run.artifacts import RunArtifacts
+from pytest_agentbench.run.stream import read_arrivals
 from pytest_agentbench.servers.screenshots import DATA_SUBDIR, SCREENSHOTS_DIR, read_index
 
 #: The run's files the page links to, in this order, when they exist.
 RUN_FILES = (
-    "result.json", "claude.jsonl", TIMING_NAME, "claude.stderr", "prompt.md", "claude-command.json", "mcp-config.json",
+    "result.json", "claude.jsonl", RunArtifacts(Path(".")).timing.name, "claude.stderr", "prompt.md", "claude-command.json", "mcp-config.json",
     "preflight.log", "start-screen.xml", "start-screen.png", "postrun.log", "screen.xml", "screen.png", "baseline.yml",
     "logs/agentbench-mcp.log", f"{DATA_SUBDIR}/{SCREENSHOTS_DIR}/calls.jsonl",
 )
@@ -143,7 +145,7 @@ def run_view(result: Mapping[str, Any], *, index: int, assets: Assets, environ: 
     else:
         shots_dir = run_dir / DATA_SUBDIR / SCREENSHOTS_DIR
         timeline = build_timeline(
-            transcript, transcript_path=transcript_path, arrivals=read_arrivals(run_dir / TIMING_NAME),
+            transcript, transcript_path=transcript_path, arrivals=read_arrivals(RunArtifacts(run_dir).timing),
             shots=read_index(shots_dir), shots_dir=shots_dir, stumbles=list(result.get("stumbles") or []),
             assets=assets, key=key, environ=environ,
         )

@@ -24,38 +24,9 @@ from pytest_agentbench.servers.screenshots import CallShot, pair_calls
 #: Characters of a result (and of the arguments) shown in the row; longer ones are cut and linked.
 INLINE_CHARS = 600
 INLINE_LINES = 12
-#: The runner's timing sidecar (one `[line, seconds]` row per transcript line; see docs/reports.md).
-TIMING_NAME = "claude.timing.jsonl"
-TIMING_FORMAT = "agentbench-stream-timing"
 #: Agent reports shown as rows of their own: what an agent repaired or asked again.
 REPORT_ROWS = frozenset({"recovery", "retry", "action-error"})
 _PATTERN_DETAIL = re.compile(r"^('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\") in result: ")
-
-
-def read_arrivals(path: Path) -> dict[int, float] | None:
-    """A timing sidecar -> transcript line number -> arrival seconds; None when there is none or it is not one.
-
-    Damaged rows are skipped, so a sidecar cut off by a crash still times the lines it has.
-    """
-    try:
-        handle = open(path, encoding="utf-8")
-    except OSError:
-        return None
-    arrivals: dict[int, float] = {}
-    with handle:
-        header = handle.readline()
-        try:
-            if json.loads(header).get("format") != TIMING_FORMAT:
-                return None
-        except (ValueError, AttributeError):
-            return None
-        for row in handle:
-            try:
-                line, seconds = json.loads(row)
-                arrivals[int(line)] = float(seconds)
-            except (ValueError, TypeError):
-                continue
-    return arrivals
 
 
 def call_duration(call: ToolCall, arrivals: Mapping[int, float] | None) -> float | None:

@@ -1,0 +1,96 @@
+"""The project's own tests -> a session-wide guard: a process group a test started (agent, MCP server, simulated phone, adb server, fake API) must not outlive the session."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+#: Every process the tests start inherits this variable, so one that left our process tree
+#: (an adb server that daemonized, a detached MCP daemon) is still recognised as ours.
+OWNER_VARIABLE = "AGENTBENCH_TEST_SESSION"
+#: Teardown is asynchronous at the edges (a killed group's members exit, a daemon shuts down):
+#: a leftover must still be there after this long to count.
+SETTLE_S = 10.0
+
+
+def _stat(pid: str) -> tuple[str, int, int] | None:
+    """(state, ppid, pgid) of a process, or None when it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()
+    except OSError:
+        return None
+    return fields[0], int(fields[1]), int(fields[2])
+
+
+def _carries(pid: str, marker: bytes) -> bool:
+    try:
+        return marker in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
+
+
+def _command(pid: str) -> str:
+    try:
+        return " ".join(Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").replace("\0", " ").split())[:200]
+    except OSError:
+        return "?"
+
+
+def live_pids() -> set[str]:
+    """Pids of every live (non-zombie) process."""
+    return {entry.name for entry in Path("/proc").iterdir() if entry.name.isdigit() and (_stat(entry.name) or ("Z",))[0] != "Z"}
+
+
+def leftovers(marker: bytes, before: set[str], *, me: int) -> dict[int, list[str]]:
+    """Process group -> `pid command` of live processes started since `before` by this process or its tests.
+
+    A process counts when it descends from this one or carries the session's marker variable.
+    """
+    table = {pid: stat for pid in os.listdir("/proc") if pid.isdigit() and (stat := _stat(pid)) is not None}
+    groups: dict[int, list[str]] = {}
+    for pid, (state, _, pgid) in table.items():
+        if pid in before or int(pid) == me or state == "Z":
+            continue
+        ours = _carries(pid, marker)
+        parent = table[pid][1]
+        seen = 0
+        while not ours and parent > 1 and seen < 64:
+            ours = parent == me
+            parent = table.get(str(parent), ("", 0, 0))[1]
+            seen += 1
+        if ours:
+            groups.setdefault(pgid, []).append(f"{pid} {_command(pid)}")
+    return groups
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_process_left_behind() -> Iterator[None]:
+    """Fail the session when a process group started during the tests is still alive at the end, naming it."""
+    if not Path("/proc").is_dir():
+        yield
+        return
+    token = f"{os.getpid()}-{secrets.token_hex(6)}"
+    marker = f"{OWNER_VARIABLE}={token}".encode()
+    previous = os.environ.get(OWNER_VARIABLE)
+    os.environ[OWNER_VARIABLE] = token
+    before = live_pids()
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(OWNER_VARIABLE, None)
+        else:
+            os.environ[OWNER_VARIABLE] = previous
+    deadline = time.monotonic() + SETTLE_S
+    left = leftovers(marker, before, me=os.getpid())
+    while left and time.monotonic() < deadline:
+        time.sleep(0.2)
+        left = leftovers(marker, before, me=os.getpid())
+    if left:
+        shown = "\n".join(f"  process group {pgid}:\n" + "\n".join(f"    {line}" for line in members) for pgid, members in sorted(left.items()))
+        pytest.fail(f"processes started by the tests are still alive after the session:\n{shown}", pytrace=False)
