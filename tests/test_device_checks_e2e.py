@@ -125,6 +125,8 @@ def proofs(lab, tmp_path_factory: pytest.TempPathFactory):
             "pass": {"steps": PASS_STEPS, "answer": "LAB: done"},
             "fail": [{"name": "all-done", "check": "secure-connections", "reasonIncludes": "does not exist",
                       "answer": "LAB: done", "steps": PASS_STEPS}]}),
+        # No prove: block: the fresh state is still proven, the pass state is skipped with the reason.
+        "lab-unproven": {key: value for key, value in lab_suite("lab-unproven").items() if key != "prove"},
     }
     project = write_project(tmp / "project", suites)
     done, cases = session(lab, project, tmp, "--agentbench-prove")
@@ -140,6 +142,14 @@ def test_prove_items_pass_on_a_correct_suite(proofs) -> None:
     proof = json.loads((run_dir / "prove.json").read_text())
     assert proof["passed"] and "fails exactly 'pinned-alice'" in proof["reason"] and "returned 0 rows" in proof["reason"]
     assert [step["step"] for step in proof["steps"]][:2] == ["tapOn(text='Save contact')", "tapOn(text='Secure on')"]
+
+
+def test_a_suite_without_a_prove_block_is_proven_fresh_and_its_pass_state_skipped_with_the_reason(proofs) -> None:
+    done, cases, *_ = proofs
+    unproven = {name: case for name, case in cases.items() if name.startswith("lab-unproven")}
+    assert {name: case.outcome for name, case in unproven.items()} == {
+        "lab-unproven[prove-pass]": "skipped", "lab-unproven[prove-fresh]": "passed"}, done.stdout[-4000:]
+    assert "lab-unproven has no prove: block" in unproven["lab-unproven[prove-pass]"].message
 
 
 def test_prove_fails_the_item_whose_check_passes_on_the_fresh_state_and_says_which(proofs) -> None:
@@ -219,7 +229,9 @@ def test_the_harness_suites_prove_on_the_simulated_phone(lab, tmp_path: Path) ->
     done, cases = session(lab, REPO, tmp_path, "--agentbench-prove", "-k", HARNESS_K)
     outcomes = {name: case.outcome for name, case in cases.items()}
     assert outcomes == {
-        "bug-repro[prove-pass]": "skipped", "bug-repro[prove-fresh]": "passed",
-        "ux-flow[prove-pass]": "skipped", "ux-flow[prove-fresh]": "passed",
+        "bug-repro[prove-pass]": "passed", "bug-repro[prove-fail-two-items-only]": "passed",
+        "bug-repro[prove-fail-count-read-wrong]": "passed", "bug-repro[prove-fresh]": "passed",
+        "ux-flow[prove-pass]": "passed", "ux-flow[prove-fail-stopped-on-details]": "passed",
+        "ux-flow[prove-fail-answer-without-status]": "passed", "ux-flow[prove-fresh]": "passed",
         "wifi-on[prove-pass]": "passed", "wifi-on[prove-fail-answer-without-switch]": "passed", "wifi-on[prove-fresh]": "passed",
     }, done.stdout[-4000:]

@@ -161,11 +161,8 @@ def proofs(lab, benchmark_twice, tmp_path_factory: pytest.TempPathFactory):
 def test_every_prove_item_of_every_suite_passes(proofs) -> None:
     done, cases, _ = proofs
     outcomes = {name: case.outcome for name, case in cases.items()}
-    skipped = {name for name, outcome in outcomes.items() if outcome == "skipped"}
-    # Only the two Playground suites have no prove: block (their screen checks are proven fresh only).
-    assert skipped == {"bug-repro[prove-pass]", "ux-flow[prove-pass]"}, done.stdout[-4000:]
-    assert {name for name, outcome in outcomes.items() if outcome != "passed"} == skipped, done.stdout[-6000:]
-    for name in CORE:
+    assert {name for name, outcome in outcomes.items() if outcome != "passed"} == set(), done.stdout[-6000:]
+    for name in ALL_SUITES:
         suite = yaml.safe_load((BENCHMARK / "suites" / f"{name}.yml").read_text())
         expected = {"prove-pass", "prove-fresh", *(f"prove-fail-{fail['name']}" for fail in suite["prove"]["fail"])}
         assert {item.split("[", 1)[1].rstrip("]") for item in outcomes if item.startswith(f"{name}[")} == expected
