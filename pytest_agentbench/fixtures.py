@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agentbench.checks import suite_checks
+from pytest_agentbench.checks import checks_of_suite
 from pytest_agentbench.device.adb import Adb, AdbEndpoint
 from pytest_agentbench.device.claimlog import CLAIM_LOG_NAME
 from pytest_agentbench.device.pool import ClaimedDevice, DevicePool, candidates_for, ensure_server, share_of
@@ -186,7 +186,7 @@ def agentbench_preflight(agentbench_device: ClaimedDevice, agentbench_run_dir: P
         reads, baseline = (), ()
         if suite is not None:
             app, preflight = suite.app, suite.preflight
-            checks = suite_checks(suite.verify.device, suite.cleanup, suite.preflight.seed)
+            checks = checks_of_suite(suite)
             reads, baseline = checks.before_reads(), checks.baseline_reads()
         if app is None:
             raise TypeError("agentbench_preflight needs a suite or app=...")

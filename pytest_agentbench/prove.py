@@ -92,7 +92,7 @@ def run_prove_item(item: ProveItem) -> None:
     # The answer may carry values the steps read off the device (a code random per run).
     answer = fill_placeholders(scenario.answer, captured) if scenario.answer is not None else None
     checks = state_checks(suite, state.screen, state.device_state(prepared.device_before), answer)
-    judgement = judge(scenario, checks)
+    judgement = judge(scenario, checks, cleanup)
     passed = problem is None and judgement.passed
     reason = f"the {scenario.item_name} scenario could not be played: {problem}" if problem else judgement.reason
     document = {"suite": suite.name, "scenario": scenario.item_name, "passed": passed, "reason": reason,

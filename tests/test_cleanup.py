@@ -74,6 +74,14 @@ def test_after_a_run_that_added_a_contact_an_sms_an_image_and_an_app_op_the_sour
     assert _sources(adb, checks) == fresh
     for package in (LAB, "com.android.settings"):
         assert package not in adb.phone.appops.packages
+    # And read from the phone itself, not through the trackers' own reads:
+    phone = adb.phone
+    assert phone.content_query("content://media/external/images/media", ["_display_name"]) == [{"_display_name": "beach.png"}]
+    assert phone.content_query("content://sms", ["_id"]) == [] and phone.content_query("content://sms/conversations") == []
+    assert phone.content_query("content://com.android.contacts/raw_contacts", ["_id"]) == []
+    assert not phone.fs.exists("/sdcard/Pictures/crop.png")
+    assert phone.settings["global"]["wifi_on"] == "0"
+    assert (tmp_path / "device-cleanup.json").is_file() and "cleanup left" not in (tmp_path / "cleanup.log").read_text()
 
 
 def test_a_deliberate_leftover_is_reported_and_shown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -187,3 +195,16 @@ def test_a_time_zone_a_scenario_changed_is_put_back(tmp_path: Path) -> None:
     report = run_cleanup(adb, "sim", checks, before=before, after=after, run_dir=tmp_path)
     assert [a["command"] for a in report["actions"]] == [f"su 0 setprop persist.sys.timezone {zone}"]
     assert report["left"] == [] and adb.phone.timezone == zone
+
+
+def test_the_harness_and_the_simulated_phone_agree_on_every_ops_default_mode() -> None:
+    # Two models of AppOpsManager.opToDefaultMode: the harness's (what cleanup puts back; it must not
+    # import the simulated phone) and the phone's (what `cmd appops` reports). They must not drift.
+    from pytest_agentbench.checks.appops import default_mode as harness_default
+    from pytest_agentbench.sim.system import appops as sim_appops
+
+    disagree = {op: (harness_default(op), sim_appops.MODE_NAMES[sim_appops.default_mode(op)])
+                for op in sim_appops.OP_NAMES
+                if harness_default(op) != sim_appops.MODE_NAMES[sim_appops.default_mode(op)]}
+    assert disagree == {}
+    assert harness_default("WRITE_SMS") == "ignore" and harness_default("RUN_ANY_IN_BACKGROUND") == "allow"

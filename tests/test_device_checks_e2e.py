@@ -172,6 +172,29 @@ def test_prove_items_clean_up_after_themselves(proofs) -> None:
     assert after == before
 
 
+def test_a_proof_whose_cleanup_leaves_the_phone_changed_fails_and_says_what_is_left(lab, tmp_path: Path,
+                                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    phone = lab[1].phones[0]
+    # The contacts provider refuses to forget (the phone runs in this process): cleanup's delete
+    # runs, the contact the pass scenario saved stays.
+    provider = phone.providers["com.android.contacts"]
+    real_delete = provider.delete
+    monkeypatch.setattr(provider, "delete", lambda *args, **kwargs: 0)
+    project = write_project(tmp_path / "project", {"lab-sticky": lab_suite("lab-sticky")})
+    try:
+        done, cases = session(lab, project, tmp_path, "--agentbench-prove", "-k", "prove-pass")
+    finally:
+        # Put the phone back for the module's other sessions.
+        monkeypatch.setattr(provider, "delete", real_delete)
+        for row in phone.content_query("content://com.android.contacts/raw_contacts", ["_id"]):
+            phone.content_delete("content://com.android.contacts/raw_contacts", f"_id={row['_id']}")
+    item = cases["lab-sticky[prove-pass]"]
+    assert item.outcome == "failure", done.stdout[-4000:]
+    assert "passes all 6 checks, but cleanup did not put the phone back: contacts: rows _id=" in item.message
+    proof = json.loads((Path(item.properties["agentbench_run_dir"]) / "prove.json").read_text())
+    assert not proof["passed"] and proof["cleanup"]["left"]
+
+
 def test_prove_items_are_selectable_with_k(proofs, lab) -> None:
     done, cases, _, _, project, tmp = proofs
     again, selected = session(lab, project, tmp, "--agentbench-prove", "-k", "prove-fresh and lab-proven")

@@ -25,15 +25,13 @@ from typing import Any
 import pytest
 import yaml
 from adbserver import PrivateAdbServer, start_private_adb_server
-from fakeagents import BENCHMARK, REPO, Behaviour, copy_benchmark_parts, junit_cases, run_session, session_env, write_dispatcher
+from fakeagents import BENCHMARK, CORE_JOBS, MIXED_JOBS, REPO, Behaviour, copy_benchmark_parts, junit_cases, run_session, session_env, write_dispatcher
 
 from pytest_agentbench.sim.fleet import SimFleet
 from pytest_agentbench.sim.phone import Phone
 
 ALL_SUITES = tuple(sorted(path.stem for path in (BENCHMARK / "suites").glob("*.yml")))
-MIXED = ("log-code-to-contact", "wakelock-restrict")
-CORE = ("chrome-search-engine", "chrome-secure-connections", "clock-world-clock", "messages-pin-archive", "photos-crop",
-        "testbed-pickup-code", "qa-forms-bug-report", "qa-shop-bug-report", *MIXED)
+MIXED, CORE = MIXED_JOBS, CORE_JOBS
 NO_SHELL = tuple(name for name in CORE if name not in MIXED)
 #: The apps whose private data the jobs change; cleanup must leave them as a fresh phone has them.
 JOB_APPS = ("com.android.chrome", "com.android.deskclock", "com.google.android.apps.messaging",
@@ -64,6 +62,8 @@ def phone_state(phone: Phone) -> dict[str, Any]:
             "threads": phone.content_query("content://sms/conversations"),
             "images": phone.content_query(IMAGES, ["_id", "_display_name", "width", "height"]),
             "files on shared storage": _files(phone, "/sdcard"),
+            # The harness stages its own preference files there (overwritten each run); a seed's file is removed.
+            "seed files staged": [path for path in _files(phone, "/data/local/tmp") if "/seed-" in path],
             "settings": copy.deepcopy(phone.settings),
             "app-ops": {package: {op: entry.mode for op, entry in entries.items()}
                         for package, entries in phone.appops.packages.items() if entries},

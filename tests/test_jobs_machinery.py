@@ -17,10 +17,11 @@ from typing import Any
 
 import pytest
 from mcp import Client
+from fakeagents import CORE_JOBS, MIXED_JOBS
 from phoneadb import PhoneAdb
 from test_suite import BASE, write_suite
 
-from pytest_agentbench.checks import CheckContext, evaluate, suite_checks
+from pytest_agentbench.checks import CheckContext, checks_of_suite, evaluate, suite_checks
 from pytest_agentbench.checks.cleanup import trackers_for
 from pytest_agentbench.checks.prefs import parse as parse_prefs_check
 from pytest_agentbench.checks.prefs import validate as validate_prefs
@@ -34,7 +35,7 @@ from pytest_agentbench.run.seed import SMS_SPACING_MS, photo_png, plan_seeds
 from pytest_agentbench.sim.images import image_size
 from pytest_agentbench.suite import AppSpec, PreflightSpec, load_suite
 from pytest_agentbench.suite.capture import Capture
-from pytest_agentbench.suite.seed import PhotoSeed, SmsSeed, parse_seeds
+from pytest_agentbench.suite.seed import PhotoSeed, SmsSeed, parse_seeds, seeds_cleanup_watches
 
 REPO = Path(__file__).resolve().parents[1]
 SUITES = REPO / "benchmark" / "agent" / "suites"
@@ -126,8 +127,9 @@ def test_seed_commands_are_quoted_root_inserts_and_a_staged_copy_plus_scan() -> 
     # Oldest first, a minute apart; a body reaches the device as one quoted word.
     assert "date:l:1699999940000" in last and "read:i:1" in last
     assert """'body:s:It'"'"'s '"'"'quoted'"'"'; $(not run)'""" in last
-    assert 1_700_000_000_000 - 2 * SMS_SPACING_MS == 1699999880000
+    assert 1_700_000_000_000 - 2 * SMS_SPACING_MS == int(first.split("date:l:")[1].split()[0])
     assert photo == ("mkdir -p /sdcard/Pictures && cp /data/local/tmp/agentbench/seed-beach.png /sdcard/Pictures/beach.png "
+                     "&& rm -f /data/local/tmp/agentbench/seed-beach.png "
                      "&& am broadcast -a android.intent.action.MEDIA_SCANNER_SCAN_FILE -d file:///sdcard/Pictures/beach.png 2>/dev/null")
     ((remote, data),) = plan.files
     assert remote == "/data/local/tmp/agentbench/seed-beach.png" and image_size(data) == (1200, 800)
@@ -137,8 +139,21 @@ def test_seeds_make_cleanup_watch_what_they_fill() -> None:
     labels = [tracker.label for tracker in trackers_for([], [], parse_seeds(SEEDS))]
     assert labels == ["SMS", "MediaStore images"]
     assert trackers_for([], [], ()) == ()
-    checks = suite_checks([], [], parse_seeds(SEEDS))
-    assert [read.key for read in checks.baseline_reads()] == [tracker.read.key for tracker in checks.trackers]
+    # The baseline (read before the reset and the seeds) is the SMS and MediaStore images, once each.
+    baseline = suite_checks([], [], parse_seeds(SEEDS)).baseline_reads()
+    # SMS are read as root: only the default SMS app and root see every box.
+    assert [read.key for read in baseline] == ["content:root:content://sms|_id|", "content:content://media/external/images/media|_id|"]
+
+
+def test_cleanup_watches_what_a_proofs_own_seed_fills_as_well_as_preflights() -> None:
+    sms_only = ({"sms": {"from": "+15551230001", "body": "hi"}},)
+    prove = {"pass": {"steps": [{"tool": "observe"}]},
+             "fail": [{"name": "big", "check": "answer", "reasonIncludes": "x",
+                       "steps": [{"seed": {"photo": {"name": "big.png", "width": 1000, "height": 1000}}}]}]}
+    seeds = seeds_cleanup_watches(parse_seeds(sms_only), prove)
+    assert [seed.describe() for seed in seeds] == ["sms from +15551230001", "photo big.png 1000x1000"]
+    assert [tracker.label for tracker in trackers_for([], [], seeds)] == ["SMS", "MediaStore images"]
+    assert seeds_cleanup_watches((), None) == ()
 
 
 # ----------------------------------------------------------------------------- seeds on a phone: preflight and cleanup
@@ -246,8 +261,11 @@ def _prefs(**entries: tuple[str, Any]) -> dict[str, Any]:
         (_prefs(home_time_zone=("string", "Europe/London")), False, "number_of_cities is not in the file"),
         (_prefs(number_of_cities=("string", "1"), city_id_0=("string", "C15")), False, 'number_of_cities is <string> "1", not a count'),
         (_prefs(number_of_cities=("int", 0)), False, "number_of_cities is 0; city_id_0..: []"),
+        # A corrupt count is cut at the file's size, not looped over.
+        (_prefs(number_of_cities=("int", 2**31 - 1), city_id_0=("string", "C15")), True, 'city_id_0..: ["C15"]'),
     ],
-    ids=["listed", "stale-item-past-the-count", "no-list-home-zone-elsewhere", "count-not-a-number", "empty-list"],
+    ids=["listed", "stale-item-past-the-count", "no-list-home-zone-elsewhere", "count-not-a-number", "empty-list",
+         "corrupt-count"],
 )
 def test_a_preference_list_is_its_count_of_item_keys(values: dict, passed: bool, seen: str) -> None:
     check = validate_prefs(None, values, parse_prefs_check(CLOCKS), CheckContext())
@@ -336,9 +354,7 @@ def test_the_secure_connections_check_passes_on_either_chromes_key(tmp_path: Pat
 
 # ----------------------------------------------------------------------------- the committed core jobs
 
-CORE = ("chrome-search-engine", "chrome-secure-connections", "clock-world-clock", "messages-pin-archive", "photos-crop",
-        "testbed-pickup-code", "qa-forms-bug-report", "qa-shop-bug-report", "wakelock-restrict", "log-code-to-contact")
-MIXED = ("wakelock-restrict", "log-code-to-contact")
+CORE, MIXED = CORE_JOBS, MIXED_JOBS
 
 
 @pytest.mark.parametrize("name", CORE)
@@ -356,7 +372,15 @@ def test_a_core_job_says_why_it_needs_the_phone_and_proves_every_check(name: str
     assert {entry["name"] for entry in suite.verify.device} <= failed_checks
     if suite.verify.answer_includes:
         assert "answer" in failed_checks
-    assert suite.cleanup or suite.preflight.seed or any(entry["kind"] in ("content", "appops", "media") for entry in suite.verify.device)
+    # What a job changes is put back one of three ways: cleanup's watched sources (the checks'
+    # providers and app-ops, the seeds'), its own cleanup steps, or the next preflight clearing the
+    # app's data; test_jobs_e2e.py compares the whole phone with a fresh one.
+    watched = checks_of_suite(suite)
+    assert watched.trackers or watched.steps or suite.preflight.clear_app_data
+    if suite.preflight.seed:
+        assert {tracker.label for tracker in watched.trackers} >= {
+            {"sms": "SMS", "photo": "MediaStore images"}[type(seed).__name__.removesuffix("Seed").lower()]
+            for seed in suite.preflight.seed}
 
 
 def test_the_dry_run_lists_a_suites_seeds_with_their_commands() -> None:

@@ -112,16 +112,27 @@ def _names(checks: Sequence[Check]) -> str:
     return ", ".join(dict.fromkeys(str(check.name or check.kind) for check in checks))
 
 
-def judge(scenario: Scenario, checks: Sequence[Check]) -> Judgement:
-    """Judge a scenario's checks.
+def judge(scenario: Scenario, checks: Sequence[Check], cleanup: Mapping[str, Any] | None = None) -> Judgement:
+    """Judge a scenario's checks, then its cleanup.
 
     Args:
         scenario: The scenario that ran.
         checks: Every check the suite's end state and answer decide (`verdict.state_checks`).
+        cleanup: The cleanup report of the item (`run.cleanup.run_cleanup`), or None when nothing is watched.
 
     Returns:
-        The judgement; its reason names the scenario, the checks at fault and what they saw.
+        The judgement; its reason names the scenario, the checks at fault and what they saw. A
+        scenario whose checks prove what they must still fails when cleanup left the phone changed
+        or a cleanup step failed: cleanup is proven with the checks, on every state they are.
     """
+    judgement = _judge_checks(scenario, checks)
+    undone = [*((cleanup or {}).get("failed") or ()), *((cleanup or {}).get("left") or ())]
+    if judgement.passed and undone:
+        return Judgement(False, f"{judgement.reason}, but cleanup did not put the phone back: " + "; ".join(map(str, undone)))
+    return judgement
+
+
+def _judge_checks(scenario: Scenario, checks: Sequence[Check]) -> Judgement:
     failing = [check for check in checks if not check.passed]
     passing = [check for check in checks if check.passed]
     if scenario.kind == "pass":

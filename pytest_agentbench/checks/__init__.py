@@ -12,12 +12,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_agentbench.checks import appops, content, eventlog, jsonfile, media, prefs, report, sqlite
 from pytest_agentbench.checks.base import Check, CheckContext, DeviceReads, RawRead, Read, failed
 from pytest_agentbench.checks.cleanup import Tracker, trackers_for
-from pytest_agentbench.suite.seed import SeedStep
+from pytest_agentbench.suite.seed import SeedStep, seeds_cleanup_watches
+
+if TYPE_CHECKING:
+    from pytest_agentbench.suite import Suite
 
 #: Kind name (as a suite writes it) -> its module.
 KINDS: Mapping[str, ModuleType] = {
@@ -146,7 +149,12 @@ def suite_checks(device_entries: Iterable[Mapping[str, Any]], cleanup_steps: Ite
     return SuiteChecks(parse_device_checks(entries), trackers_for(entries, steps, seeds), steps)
 
 
+def checks_of_suite(suite: Suite) -> SuiteChecks:
+    """A suite -> its SuiteChecks, watching every seed it can run (preflight's and its proofs')."""
+    return suite_checks(suite.verify.device, suite.cleanup, seeds_cleanup_watches(suite.preflight.seed, suite.prove))
+
+
 __all__ = [
-    "DEVICE_KINDS", "KINDS", "Check", "CheckContext", "DeviceCheck", "DeviceReads", "RawRead", "Read", "SuiteChecks",
+    "DEVICE_KINDS", "KINDS", "Check", "CheckContext", "DeviceCheck", "DeviceReads", "RawRead", "Read", "SuiteChecks", "checks_of_suite",
     "check_reads", "evaluate", "parse_device_checks", "suite_checks", "unique_reads",
 ]

@@ -160,7 +160,8 @@ def list_value(items: ListKeys, values: Mapping[str, Any]) -> list[Any] | None:
     count = values.get(items.count)
     if count is None or count["tag"] not in ("int", "long"):
         return None
-    found = (values.get(f"{items.item}{index}") for index in range(max(0, int(count["value"]))))
+    # No list holds more items than the file has keys: a corrupt count (2**31 - 1) costs nothing.
+    found = (values.get(f"{items.item}{index}") for index in range(max(0, min(int(count["value"]), len(values)))))
     return [entry["value"] for entry in found if entry is not None]
 
 

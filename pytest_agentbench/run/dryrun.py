@@ -7,7 +7,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from pytest_agentbench.checks import suite_checks
+from pytest_agentbench.checks import checks_of_suite
 from pytest_agentbench.run.invocation import InvocationOptions, build_invocation
 from pytest_agentbench.run.preflight import DEVICE_STAGING_DIR
 from pytest_agentbench.run.seed import plan_seeds
@@ -53,7 +53,7 @@ def dry_run_text(suite: Suite, *, options: DryRunOptions, profile: ServerProfile
 
 def device_reads_text(suite: Suite) -> str:
     """The device commands the suite's checks and cleanup read, one batched round trip before and one after the run."""
-    checks = suite_checks(suite.verify.device, suite.cleanup, suite.preflight.seed)
+    checks = checks_of_suite(suite)
     if not checks.reads_device:
         return ""
     lines = [""]

@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_agentbench.checks import suite_checks
+from pytest_agentbench.checks import checks_of_suite
 from pytest_agentbench.errors import AgentbenchError, AgentProcessError
 from pytest_agentbench.run.artifacts import PrivateDaemon, RunArtifacts, agent_workdir_parent, write_run_files
 from pytest_agentbench.run.cleanup import run_cleanup
@@ -78,7 +78,7 @@ def finish_device_work(device: ClaimedDevice, suite: Suite, artifacts: RunArtifa
     Returns:
         The post-run state and the cleanup report (None when the suite has nothing to clean).
     """
-    checks = suite_checks(suite.verify.device, suite.cleanup, suite.preflight.seed)
+    checks = checks_of_suite(suite)
     state = read_post_run_state(device, suite, artifacts, checks.after_reads())
     skip = state.device_unavailable if state.device_after is None and checks.after_reads() else None
     cleanup = run_cleanup(device.adb, device.serial, checks, before=baseline or before, after=state.device_after,

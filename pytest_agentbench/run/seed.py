@@ -69,10 +69,11 @@ def sms_command(seed: SmsSeed, date_ms: int) -> Script:
 
 
 def photo_command(seed: PhotoSeed, staged: str) -> Script:
-    """Copy the staged PNG into /sdcard/Pictures and have the media scanner index it."""
+    """Copy the staged PNG into /sdcard/Pictures, remove the staged copy, and have the media scanner index it."""
     return Script.join([
         sh("mkdir", "-p", PICTURES_DIR),
         sh("cp", staged, seed.path),
+        sh("rm", "-f", staged),
         sh("am", "broadcast", "-a", SCAN_ACTION, "-d", f"file://{seed.path}").quiet(),
     ], "&&")
 

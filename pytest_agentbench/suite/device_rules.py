@@ -89,7 +89,11 @@ def _check_problems(where: str, entry: Mapping[str, Any]) -> list[str]:
     if kind != "content" and _mentions(entry, "fromPrefs"):
         return [f"{where}: fromPrefs (an operand read from the device) works in a content check's match only, not in {kind}"]
     if kind == "sharedPreferences":
-        return _alternatives(where, entry, "key", "list")
+        # A list's items are compared as read; a stored-type constraint applies to a single key only.
+        typed_lists = [f"{where}{at}: type applies to a key, not to a list (its items are compared as read)"
+                       for at, item in [("", entry), *((f".anyOf[{i}]", x) for i, x in enumerate(entry.get("anyOf") or ()))]
+                       if isinstance(item, Mapping) and "list" in item and "type" in item]
+        return typed_lists or _alternatives(where, entry, "key", "list")
     if kind == "jsonFile":
         return _alternatives(where, entry, "path")
     if kind == "sqlite":

@@ -357,7 +357,9 @@ def _prove_placeholder_problems(prove: Mapping[str, Any], declared: Mapping[str,
         captured = tuple(step["capture"]["name"] for step in steps
                          if isinstance(step, Mapping) and isinstance(step.get("capture"), Mapping)
                          and isinstance(step["capture"].get("name"), str))
-        keep = (*params.RESERVED, "device", *captured)
+        # What prove's player fills: the claimed serial, the app's package, the captures; not the
+        # run-time {deviceSerial} or {runDirectory}, which would reach the device as literal text.
+        keep = ("device", "packageName", *captured)
         problems += params.placeholder_problems({key: value for key, value in scenario.items() if key != "name"},
                                                 declared, where=where, keep=keep)
     return problems

@@ -76,6 +76,18 @@ def parse_seeds(entries: Iterable[Mapping[str, Any]] | None) -> tuple[SeedStep, 
     return tuple(parse_seed(entry) for entry in entries or ())
 
 
+def seeds_cleanup_watches(preflight_seeds: Iterable[SeedStep], prove: Mapping[str, Any] | None) -> tuple[SeedStep, ...]:
+    """Every seed a suite can put on the phone: preflight's, then each prove scenario's `seed` steps.
+
+    Cleanup watches the sources of all of them in every run of the suite (the reads share one round
+    trip), so a proof's own seed (a second photo, an SMS no check reads) is removed like preflight's.
+    """
+    seeds = list(preflight_seeds)
+    for scenario in [(prove or {}).get("pass") or {}, *((prove or {}).get("fail") or ())]:
+        seeds += [parse_seed(step["seed"]) for step in scenario.get("steps") or () if "seed" in step]
+    return tuple(seeds)
+
+
 def seed_problems(entries: Any, where: str = "preflight.seed") -> list[str]:
     """The rules the schema cannot say: photo names unique (a second would overwrite the first)."""
     problems: list[str] = []

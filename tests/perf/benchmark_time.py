@@ -22,22 +22,21 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
 import tempfile
 import time
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from defusedxml import ElementTree as ET
 from tabulate import tabulate
 
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
 
 from adbserver import start_private_adb_server
-from fakeagents import REPO, pytest_argv, session_env
+from fakeagents import REPO, pytest_argv, run_in_own_group, session_env
 
 GOALS_S = {"replay": 180.0, "prove": 120.0}
 _STAMP = re.compile(r"^(\d\d:\d\d:\d\d\.\d{3}) (.*)$")
@@ -104,10 +103,8 @@ def run(name: str, args: list[str], adb_port: int, work: Path) -> tuple[float, S
     output, junit = work / f"out-{name}", work / f"junit-{name}.xml"
     env = session_env(adb_port, work / f"claims-{name}")
     started = time.monotonic()
-    done = subprocess.run(pytest_argv("benchmark/", "--device", "sim", *args, "--agentbench-output", str(output),
-                                      f"--junitxml={junit}", "-q"),
-                          cwd=REPO, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                          start_new_session=True, timeout=1800, check=False)
+    done = run_in_own_group(pytest_argv("benchmark/", "--device", "sim", *args, "--agentbench-output", str(output),
+                                        f"--junitxml={junit}", "-q"), cwd=REPO, env=env, timeout_s=1800)
     wall = time.monotonic() - started
     if not junit.is_file():
         raise SystemExit(f"the {name} session wrote no JUnit file; pytest said:\n{(done.stdout + done.stderr)[-3000:]}")
