@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from adbserver import PrivateAdbServer, start_private_adb_server
+from adbserver import PrivateAdbServer, one_simulated_phone
 from checklab import FIVE_CHECKS, LAB, PASS_STEPS, lab_phone, lab_suite, phone_sources, tap, write_project
 from fakeagents import HARNESS_K, REPO, junit_cases, run_session, session_env
 
@@ -22,12 +22,8 @@ from pytest_agentbench.sim.fleet import SimFleet
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[PrivateAdbServer, SimFleet]]:
     """One Checks Lab phone behind a private adb server for the module's sessions."""
-    with start_private_adb_server(tmp_path_factory.mktemp("adb")) as server:
-        fleet = SimFleet(count=1, adb=server.client(), phone_factory=lab_phone)
-        try:
-            yield server, fleet
-        finally:
-            fleet.stop()
+    with one_simulated_phone(tmp_path_factory.mktemp("adb"), lab_phone) as lab:
+        yield lab
 
 
 def session(lab, project: Path, tmp: Path, *args: str):

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 import yaml
-from adbserver import PrivateAdbServer, start_private_adb_server
+from adbserver import PrivateAdbServer, one_simulated_phone
 from fakeagents import BENCHMARK, CORE_JOBS, MIXED_JOBS, REPO, Behaviour, copy_benchmark_parts, junit_cases, run_session, session_env, write_dispatcher
 
 from pytest_agentbench.sim.fleet import SimFleet
@@ -80,12 +80,8 @@ FRESH = phone_state(Phone())
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[PrivateAdbServer, SimFleet]]:
     """One stock simulated phone (the built-in apps, nothing seeded) for every session of the module."""
-    with start_private_adb_server(tmp_path_factory.mktemp("adb")) as server:
-        fleet = SimFleet(count=1, adb=server.client())
-        try:
-            yield server, fleet
-        finally:
-            fleet.stop()
+    with one_simulated_phone(tmp_path_factory.mktemp("adb")) as lab:
+        yield lab
 
 
 def session(lab, project: Path, tmp: Path, *args: str):
