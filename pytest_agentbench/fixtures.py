@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agentbench.checks import suite_checks
+from pytest_agentbench.checks import checks_of_suite
 from pytest_agentbench.device.adb import Adb, AdbEndpoint
 from pytest_agentbench.device.claimlog import CLAIM_LOG_NAME
 from pytest_agentbench.device.pool import ClaimedDevice, DevicePool, candidates_for, ensure_server, share_of
@@ -172,7 +172,8 @@ def agentbench_preflight(agentbench_device: ClaimedDevice, agentbench_run_dir: P
     and `preflight/` into the run directory (`run_dir=` puts a later attempt elsewhere). The
     dict forms take the suite's YAML keys (`packageName`, `sharedPreferences`, ...); a dict's
     `apkPath` is relative to the current directory. Given a suite with device checks or cleanup
-    steps, preflight ends with their before-snapshot (`PreflightResult.device_before`).
+    steps, preflight ends with their before-snapshot (`PreflightResult.device_before`); the sources
+    cleanup watches are read first, before the reset and the suite's seeds (`device_baseline`).
     """
 
     def prepare(
@@ -182,10 +183,11 @@ def agentbench_preflight(agentbench_device: ClaimedDevice, agentbench_run_dir: P
         preflight: PreflightSpec | dict | None = None,
         run_dir: Path | None = None,
     ) -> PreflightResult:
-        reads = ()
+        reads, baseline = (), ()
         if suite is not None:
             app, preflight = suite.app, suite.preflight
-            reads = suite_checks(suite.verify.device, suite.cleanup).before_reads()
+            checks = checks_of_suite(suite)
+            reads, baseline = checks.before_reads(), checks.baseline_reads()
         if app is None:
             raise TypeError("agentbench_preflight needs a suite or app=...")
         app_given = app if isinstance(app, AppSpec) else app_spec(app, Path.cwd())
@@ -195,7 +197,7 @@ def agentbench_preflight(agentbench_device: ClaimedDevice, agentbench_run_dir: P
             agentbench_device.take_back()
         result = run_preflight(
             agentbench_device.adb, agentbench_device.serial, app=app_given, preflight=preflight_given,
-            run_dir=run_dir or agentbench_run_dir, device_reads=reads,
+            run_dir=run_dir or agentbench_run_dir, device_reads=reads, baseline_reads=baseline,
         )
         agentbench_device.fingerprint = dict(result.device_fingerprint)
         return result

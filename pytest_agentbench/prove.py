@@ -4,7 +4,8 @@ Each item goes through the same preflight, post-run reads and cleanup as a measu
 (`run.execute.finish_device_work`), so what is proven is what a run judges, and the phone is clean
 afterwards. UI steps are calls to the built-in server's tools, run in process (MCP SDK `Client`
 over `mcp_server.build_server`, pinned to the claimed phone); `adb` steps are device commands with
-every word quoted. The judgement is `audit.prove.judge`.
+every word quoted; `seed` steps seed the phone as preflight does; a step's `capture:` keeps a value
+from its output (a code random per run) for later steps and the answer. The judgement is `audit.prove.judge`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,6 +29,8 @@ from pytest_agentbench.plugin import SuiteItem
 from pytest_agentbench.report.text import cleanup_section
 from pytest_agentbench.run.artifacts import RunArtifacts
 from pytest_agentbench.run.execute import finish_device_work
+from pytest_agentbench.run.preflight import DEVICE_STAGING_DIR
+from pytest_agentbench.run.seed import plan_seeds
 
 if TYPE_CHECKING:
     from pytest_agentbench.audit.prove import ProveStep
@@ -78,13 +82,17 @@ def run_prove_item(item: ProveItem) -> None:
     prepared = item.funcargs["agentbench_preflight"](suite, run_dir=run_dir)
     device.hand_over()
     played: list[dict[str, Any]] = []
+    captured: dict[str, str] = {}
     problem = None
     try:
-        problem = play(scenario, device, suite, played)
+        problem = play(scenario, device, suite, played, captured)
     finally:
-        state, cleanup = finish_device_work(device, suite, RunArtifacts(run_dir), prepared.device_before)
-    checks = state_checks(suite, state.screen, state.device_state(prepared.device_before), scenario.answer)
-    judgement = judge(scenario, checks)
+        state, cleanup = finish_device_work(device, suite, RunArtifacts(run_dir), prepared.device_before,
+                                            prepared.device_baseline)
+    # The answer may carry values the steps read off the device (a code random per run).
+    answer = fill_placeholders(scenario.answer, captured) if scenario.answer is not None else None
+    checks = state_checks(suite, state.screen, state.device_state(prepared.device_before), answer)
+    judgement = judge(scenario, checks, cleanup)
     passed = problem is None and judgement.passed
     reason = f"the {scenario.item_name} scenario could not be played: {problem}" if problem else judgement.reason
     document = {"suite": suite.name, "scenario": scenario.item_name, "passed": passed, "reason": reason,
@@ -116,7 +124,8 @@ def render(document: dict[str, Any], checks: list[Check]) -> str:
 # ----------------------------------------------------------------------------- playing a scenario
 
 
-def play(scenario: Scenario, device: ClaimedDevice, suite: Suite, played: list[dict[str, Any]]) -> str | None:
+def play(scenario: Scenario, device: ClaimedDevice, suite: Suite, played: list[dict[str, Any]],
+         captured: dict[str, str] | None = None) -> str | None:
     """Run the scenario's steps on the phone; returns why it could not be played, or None.
 
     Args:
@@ -124,40 +133,65 @@ def play(scenario: Scenario, device: ClaimedDevice, suite: Suite, played: list[d
         device: The claimed device (its claim handed over: the in-process server claims it).
         suite: The suite (placeholders `{device}`, `{packageName}`).
         played: Receives one entry per step (step, ok, result).
+        captured: Receives the values the steps' `capture:` kept (name -> value).
     """
     if not scenario.steps:
         return None
-    return anyio.run(_play, scenario.steps, device, suite, played)
+    return anyio.run(_play, scenario.steps, device, suite, played, captured if captured is not None else {})
 
 
-async def _play(steps: tuple[ProveStep, ...], device: ClaimedDevice, suite: Suite, played: list[dict[str, Any]]) -> str | None:
+async def _play(steps: tuple[ProveStep, ...], device: ClaimedDevice, suite: Suite, played: list[dict[str, Any]],
+                captured: dict[str, str]) -> str | None:
     from mcp import Client
 
     from pytest_agentbench.mcp_server import SERVER_NAME, ServerConfig, build_server
 
     config = dataclasses.replace(ServerConfig.from_environ(os.environ), pinned_serial=device.serial,
                                  endpoint=device.adb.endpoint, log_dir=None, data_dir=None, db_dir=None, socket_dir=None)
-    values = {"device": device.serial, "packageName": suite.app.package_name}
+    values: dict[str, str] = {"device": device.serial, "packageName": suite.app.package_name}
     async with Client(build_server(config, adb=device.adb)) as client:
         for number, step in enumerate(steps, start=1):
             if step.wait is not None:
                 await anyio.sleep(step.wait)
                 continue
+            if step.seed is not None:
+                ok, text = await anyio.to_thread.run_sync(_seed, device, step)
+                played.append({"step": step.describe(), "ok": ok, "result": text})
+                if not ok:
+                    return f"step {number} ({step.describe()}) failed: {text[:300]}"
+                continue
             if step.adb:
                 words = [fill_placeholders(word, values) for word in step.adb]
                 result = await anyio.to_thread.run_sync(
                     lambda: device.adb.shell(device.serial, words, check=False, timeout_s=ADB_STEP_TIMEOUT_S))
-                ok = result.exit_code == 0
-                played.append({"step": step.describe(), "ok": ok, "result": result.stdout.strip()})
+                ok, text = result.exit_code == 0, result.stdout.strip()
+                played.append({"step": step.describe(), "ok": ok, "result": text})
                 if not ok:
-                    return f"step {number} ({step.describe()}) exited {result.exit_code}: {result.stdout.strip()[:300]}"
-                continue
-            tool = step.tool.removeprefix(f"mcp__{SERVER_NAME}__")  # type: ignore[union-attr]
-            answer = await client.call_tool(tool, fill_placeholders(dict(step.args), values))
-            text = "\n".join(getattr(block, "text", "") for block in answer.content)
-            ok = bool(answer.is_error) == step.expect_error
-            played.append({"step": step.describe(), "ok": ok, "result": text})
-            if not ok:
-                outcome = "failed" if answer.is_error else "succeeded, but the step expects an error"
-                return f"step {number} ({step.describe()}) {outcome}: {' '.join(text.split())[:300]}"
+                    return f"step {number} ({step.describe()}) exited {result.exit_code}: {text[:300]}"
+            else:
+                tool = step.tool.removeprefix(f"mcp__{SERVER_NAME}__")  # type: ignore[union-attr]
+                answer = await client.call_tool(tool, fill_placeholders(dict(step.args), values))
+                text = "\n".join(getattr(block, "text", "") for block in answer.content)
+                ok = bool(answer.is_error) == step.expect_error
+                played.append({"step": step.describe(), "ok": ok, "result": text})
+                if not ok:
+                    outcome = "failed" if answer.is_error else "succeeded, but the step expects an error"
+                    return f"step {number} ({step.describe()}) {outcome}: {' '.join(text.split())[:300]}"
+            if step.capture is not None:
+                value = step.capture.find(text)
+                if value is None:
+                    return (f"step {number} ({step.describe()}): capture {step.capture.name!r} found no match of "
+                            f"/{step.capture.pattern}/ in: {' '.join(text.split())[:300]}")
+                values[step.capture.name] = captured[step.capture.name] = value
     return None
+
+
+def _seed(device: ClaimedDevice, step: ProveStep) -> tuple[bool, str]:
+    """A seed step: push its files, run its command (the same route preflight's seeds take)."""
+    assert step.seed is not None
+    plan = plan_seeds((step.seed,), staging_dir=DEVICE_STAGING_DIR, now_ms=int(time.time() * 1000))
+    for remote, data in plan.files:
+        device.adb.push(device.serial, data, remote, mode=0o644)
+    ((_, command),) = plan.steps
+    result = device.adb.shell(device.serial, command, check=False, timeout_s=ADB_STEP_TIMEOUT_S)
+    return result.exit_code == 0, result.stdout.strip() or f"exit {result.exit_code}"

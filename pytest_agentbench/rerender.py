@@ -10,7 +10,7 @@ import pytest
 from pytest_agentbench.errors import AgentbenchError, SavedRunError
 from pytest_agentbench.outcome import conclude, publish_outcome
 from pytest_agentbench.run.artifacts import new_run_dir
-from pytest_agentbench.run.saved import load_run, resolve_result_path
+from pytest_agentbench.run.saved import load_run, resolve_result_paths
 from pytest_agentbench.session import session_key
 
 
@@ -45,17 +45,23 @@ class SavedRunItem(pytest.Item):
 
 
 def collect_saved_runs(session: pytest.Session, paths: tuple[Path, ...]) -> list[pytest.Item]:
-    """One SavedRunItem per `--agentbench-from-result` path, named `<suite>[<run id>]`.
+    """One SavedRunItem per saved run the `--agentbench-from-result` paths name, `<suite>[<run id>]`.
 
     Raises:
-        pytest.UsageError: A path holds no result.json.
+        pytest.UsageError: A path holds no result.json, itself or below.
     """
     items = []
+    seen: set[Path] = set()
     for path in paths:
         try:
-            result_path = resolve_result_path(path)
+            result_paths = resolve_result_paths(path)
         except SavedRunError as exc:
             raise pytest.UsageError(f"--agentbench-from-result {exc}") from None
-        name = f"{result_path.parent.parent.name}[{result_path.parent.name}]"
-        items.append(SavedRunItem.from_parent(session, name=name, path=result_path, result_path=result_path))
+        for result_path in result_paths:
+            # A run named twice (its directory and the output above it) is one item.
+            if result_path.resolve() in seen:
+                continue
+            seen.add(result_path.resolve())
+            name = f"{result_path.parent.parent.name}[{result_path.parent.name}]"
+            items.append(SavedRunItem.from_parent(session, name=name, path=result_path, result_path=result_path))
     return items

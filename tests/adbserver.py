@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import time
+from typing import Any
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -170,3 +171,24 @@ def module_adb_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Priv
     """A private real adb server shared by the tests of one module."""
     with start_private_adb_server(tmp_path_factory.mktemp("adb")) as server:
         yield server
+
+
+@contextlib.contextmanager
+def one_simulated_phone(log_dir: Path, phone_factory: Any = None) -> Iterator[tuple[PrivateAdbServer, Any]]:
+    """A private adb server with one simulated phone in this process (its sources readable directly); both stopped on exit.
+
+    Args:
+        log_dir: Directory for the adb server log.
+        phone_factory: Builds the phone (default: the stock simulated phone).
+
+    Yields:
+        (the server, the SimFleet: `.phones[0]`, `.serials[0]`).
+    """
+    from pytest_agentbench.sim.fleet import SimFleet
+
+    with start_private_adb_server(log_dir) as server:
+        fleet = SimFleet(count=1, adb=server.client(), **({"phone_factory": phone_factory} if phone_factory else {}))
+        try:
+            yield server, fleet
+        finally:
+            fleet.stop()

@@ -15,15 +15,16 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import stat
 import subprocess
 import sys
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
+from defusedxml import ElementTree as ET
 
 #: The MCP server name the built-in profile gives the agent (init event, tool names).
 SERVER = "agentbench"
@@ -75,6 +76,11 @@ BODIES: dict[str, str] = {
     # Answers the expected lines without a single tool call.
     "answer": """
 answer(PARAMS["final"])
+""",
+    # Does nothing at all: no tool call and no answer, then a successful end.
+    "nothing": """
+init()
+result("")
 """,
     # A complete, successful-looking stream, then a non-zero exit status.
     "exit-nonzero": """
@@ -304,6 +310,25 @@ def environ_for_scripts() -> dict[str, str]:
 
 REPO = Path(__file__).resolve().parents[1]
 BENCHMARK = REPO / "benchmark" / "agent"
+#: The committed suites the harness tests run (one Playground screen task each, and wifi-on): the
+#: core jobs have their own sessions (test_jobs_e2e.py), so a harness test stays a few seconds long.
+HARNESS_SUITES = ("bug-repro", "ux-flow", "wifi-on")
+#: Seed 001's jobs among the committed suites: the mixed ones allow any route (no noShell).
+MIXED_JOBS = ("log-code-to-contact", "wakelock-restrict")
+CORE_JOBS = ("chrome-search-engine", "chrome-secure-connections", "clock-world-clock", "messages-pin-archive", "photos-crop",
+             "testbed-pickup-code", "qa-forms-bug-report", "qa-shop-bug-report", *MIXED_JOBS)
+#: `-k` for a session over the repository's benchmark/ that runs only HARNESS_SUITES.
+HARNESS_K = " or ".join(name.replace("-", "_") for name in HARNESS_SUITES)
+
+
+def copy_benchmark_parts(target: Path, suites: tuple[str, ...] = HARNESS_SUITES) -> Path:
+    """Copy `suites` (their files), every prompt and every plan to target/{suites,prompts,plans}; returns target."""
+    for part in ("prompts", "plans"):
+        shutil.copytree(BENCHMARK / part, target / part, dirs_exist_ok=True)
+    (target / "suites").mkdir(parents=True, exist_ok=True)
+    for name in suites:
+        shutil.copy2(BENCHMARK / "suites" / f"{name}.yml", target / "suites" / f"{name}.yml")
+    return target
 #: A generous bound for one whole pytest session (a hang detector, not a timing assertion).
 SESSION_TIMEOUT_S = 300
 
@@ -359,12 +384,37 @@ def pytest_argv(*args: str) -> list[str]:
     return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args]
 
 
+def run_in_own_group(argv: list[str], *, cwd: Path, env: dict[str, str], timeout_s: float) -> subprocess.CompletedProcess[str]:
+    """Run a command to completion in its own process group and capture its output.
+
+    On a timeout the whole group is killed (the session's simulated phone, adb server and agents
+    with it), not only the command: `subprocess.run(timeout=)` kills the one pid and leaves the rest.
+    """
+    process = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        stdout, stderr = process.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        _kill_group(process.pid)
+        process.communicate()
+        raise
+    except BaseException:
+        _kill_group(process.pid)
+        process.wait()
+        raise
+    return subprocess.CompletedProcess(argv, process.returncode, stdout, stderr)
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
 def run_session(cwd: Path, args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """Run one pytest session to completion (in its own process group) and capture its output."""
-    return subprocess.run(
-        pytest_argv(*args), cwd=cwd, env=env, capture_output=True, text=True,
-        timeout=SESSION_TIMEOUT_S, stdin=subprocess.DEVNULL, start_new_session=True, check=False,
-    )
+    return run_in_own_group(pytest_argv(*args), cwd=cwd, env=env, timeout_s=SESSION_TIMEOUT_S)
 
 
 @dataclass(frozen=True)

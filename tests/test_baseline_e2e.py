@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ import yaml
 from pytest_agentbench.suite import load_suite
 
 from adbserver import module_adb_server  # noqa: F401  (fixture)
+from fakeagents import copy_benchmark_parts
 
 REPO = Path(__file__).resolve().parents[1]
 BENCHMARK = REPO / "benchmark" / "agent"
@@ -54,10 +54,8 @@ class BenchRun:
 
 
 def copy_benchmark(root: Path) -> Path:
-    """The project's suites, prompts and replay plans under root/benchmark/agent; root gets a pytest.ini."""
-    target = root / "benchmark" / "agent"
-    for part in ("suites", "prompts", "plans"):
-        shutil.copytree(BENCHMARK / part, target / part)
+    """The harness suites, every prompt and replay plan under root/benchmark/agent; root gets a pytest.ini."""
+    target = copy_benchmark_parts(root / "benchmark" / "agent")
     (root / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
     return target
 

@@ -9,7 +9,6 @@ from checklab import FIVE_CHECKS, LAB, lab_phone
 from phoneadb import PhoneAdb
 
 from pytest_agentbench.checks import suite_checks
-from pytest_agentbench.checks.appops import parse_query_op
 from pytest_agentbench.checks.base import DeviceReads, RawRead
 from pytest_agentbench.checks.cleanup import (
     appop_tracker,
@@ -67,21 +66,21 @@ def test_after_a_run_that_added_a_contact_an_sms_an_image_and_an_app_op_the_sour
     done = [action["action"] for action in report["actions"]]
     assert any(a.startswith("delete contacts row") for a in done) and any(a.startswith("delete SMS row") for a in done)
     assert any(a.startswith("delete MediaStore images row") for a in done)
-    assert f"reset RUN_ANY_IN_BACKGROUND of {LAB} (newly ignore)" in done
+    assert f"reset RUN_ANY_IN_BACKGROUND of {LAB} (newly ignore) to its default allow" in done
     assert "put setting global wifi_on back to 0" in done
-    assert "set RUN_ANY_IN_BACKGROUND of com.android.settings back to default" in done
-    after_cleanup = _sources(adb, checks)
-    # Providers and settings print exactly what they printed before the run. App-ops print the same
-    # modes in other words: `default` for an op that printed nothing, an empty list for "No operations.".
-    appops_keys = {"appops:RUN_ANY_IN_BACKGROUND:ignore", "appop:com.android.settings:RUN_ANY_IN_BACKGROUND"}
-    assert {k: v for k, v in after_cleanup.items() if k not in appops_keys} == {k: v for k, v in fresh.items() if k not in appops_keys}
-    assert parse_query_op(after_cleanup["appops:RUN_ANY_IN_BACKGROUND:ignore"]) == parse_query_op(fresh["appops:RUN_ANY_IN_BACKGROUND:ignore"]) == []
+    assert "set RUN_ANY_IN_BACKGROUND of com.android.settings back to allow" in done
+    # Every source prints exactly what it printed before the run: an app-op is set back to the op's
+    # own default mode (allow), which drops the setting ("No operations." again), never to MODE_DEFAULT.
+    assert _sources(adb, checks) == fresh
     for package in (LAB, "com.android.settings"):
-        assert adb.phone.appops.mode(package, "RUN_ANY_IN_BACKGROUND") == mode_from_text("default")
+        assert package not in adb.phone.appops.packages
+    # And read from the phone itself, not through the trackers' own reads:
     phone = adb.phone
     assert phone.content_query("content://media/external/images/media", ["_display_name"]) == [{"_display_name": "beach.png"}]
     assert phone.content_query("content://sms", ["_id"]) == [] and phone.content_query("content://sms/conversations") == []
+    assert phone.content_query("content://com.android.contacts/raw_contacts", ["_id"]) == []
     assert not phone.fs.exists("/sdcard/Pictures/crop.png")
+    assert phone.settings["global"]["wifi_on"] == "0"
     assert (tmp_path / "device-cleanup.json").is_file() and "cleanup left" not in (tmp_path / "cleanup.log").read_text()
 
 
@@ -143,15 +142,18 @@ ONE = appop_tracker("com.x", "RUN_ANY_IN_BACKGROUND")
         (WIFI, "null\n", "1\n", ["settings delete global wifi_on"]),
         (WIFI, "1\n", "1\n", []),
         (QUERY, "Row: 0 name=wifi_on, value=0\n", "Row: 0 name=wifi_on, value=1\n", ["settings put global wifi_on 0"]),
-        (MODE, "com.a\n", "com.b\n", ["cmd appops set com.b RUN_ANY_IN_BACKGROUND default",
+        (MODE, "com.a\n", "com.b\n", ["cmd appops set com.b RUN_ANY_IN_BACKGROUND allow",
                                       "cmd appops set com.a RUN_ANY_IN_BACKGROUND ignore"]),
         (ONE, "No operations.\nDefault mode: allow\n", "RUN_ANY_IN_BACKGROUND: ignore\n",
-         ["cmd appops set com.x RUN_ANY_IN_BACKGROUND default"]),
+         ["cmd appops set com.x RUN_ANY_IN_BACKGROUND allow"]),
+        # MODE_DEFAULT is not the op's default: AppStateTracker treats it as restricted.
+        (ONE, "No operations.\nDefault mode: allow\n", "RUN_ANY_IN_BACKGROUND: default\n",
+         ["cmd appops set com.x RUN_ANY_IN_BACKGROUND allow"]),
         (ONE, "RUN_ANY_IN_BACKGROUND: allow\n", "RUN_ANY_IN_BACKGROUND: ignore; time=+1s ago\n",
          ["cmd appops set com.x RUN_ANY_IN_BACKGROUND allow"]),
     ],
     ids=["new-row", "no-change", "setting-changed", "setting-was-unset", "setting-same", "settings-query", "appops-mode",
-         "appop-untouched-before", "appop-explicit-before"],
+         "appop-untouched-before", "appop-mode-default-is-not-untouched", "appop-explicit-before"],
 )
 def test_undo_commands_from_the_difference(tracker, before: str, after: str, commands: list[str]) -> None:
     plan = plan_cleanup([tracker], [], _reads(tracker, before), _reads(tracker, after))
@@ -173,9 +175,11 @@ def test_a_source_that_could_not_be_read_is_left_alone_and_said() -> None:
         (WIFI, "0\n", "1\n", ["settings global wifi_on is '1', was '0'"]),
         (WIFI, "null\n", "null\n", []),
         (MODE, "No operations.\n", "com.a\n", ["app-ops RUN_ANY_IN_BACKGROUND ignore: com.a, was none"]),
-        (ONE, "No operations.\n", "RUN_ANY_IN_BACKGROUND: default\n", []),
+        (ONE, "No operations.\n", "RUN_ANY_IN_BACKGROUND: default\n",
+         ["app-op RUN_ANY_IN_BACKGROUND of com.x is default, was allow"]),
+        (ONE, "No operations.\nDefault mode: allow\n", "No operations.\nDefault mode: allow\n", []),
     ],
-    ids=["row", "setting", "setting-unset", "mode", "default-is-untouched"],
+    ids=["row", "setting", "setting-unset", "mode", "mode-default-is-a-leftover", "untouched"],
 )
 def test_leftovers(tracker, before: str, reread: str, left: list[str]) -> None:
     assert leftovers([tracker], _reads(tracker, before), _reads(tracker, reread)) == left
@@ -191,3 +195,16 @@ def test_a_time_zone_a_scenario_changed_is_put_back(tmp_path: Path) -> None:
     report = run_cleanup(adb, "sim", checks, before=before, after=after, run_dir=tmp_path)
     assert [a["command"] for a in report["actions"]] == [f"su 0 setprop persist.sys.timezone {zone}"]
     assert report["left"] == [] and adb.phone.timezone == zone
+
+
+def test_the_harness_and_the_simulated_phone_agree_on_every_ops_default_mode() -> None:
+    # Two models of AppOpsManager.opToDefaultMode: the harness's (what cleanup puts back; it must not
+    # import the simulated phone) and the phone's (what `cmd appops` reports). They must not drift.
+    from pytest_agentbench.checks.appops import default_mode as harness_default
+    from pytest_agentbench.sim.system import appops as sim_appops
+
+    disagree = {op: (harness_default(op), sim_appops.MODE_NAMES[sim_appops.default_mode(op)])
+                for op in sim_appops.OP_NAMES
+                if harness_default(op) != sim_appops.MODE_NAMES[sim_appops.default_mode(op)]}
+    assert disagree == {}
+    assert harness_default("WRITE_SMS") == "ignore" and harness_default("RUN_ANY_IN_BACKGROUND") == "allow"

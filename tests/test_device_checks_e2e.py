@@ -12,9 +12,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from adbserver import PrivateAdbServer, start_private_adb_server
+from adbserver import PrivateAdbServer, one_simulated_phone
 from checklab import FIVE_CHECKS, LAB, PASS_STEPS, lab_phone, lab_suite, phone_sources, tap, write_project
-from fakeagents import REPO, junit_cases, run_session, session_env
+from fakeagents import HARNESS_K, REPO, junit_cases, run_session, session_env
 
 from pytest_agentbench.sim.fleet import SimFleet
 
@@ -22,12 +22,8 @@ from pytest_agentbench.sim.fleet import SimFleet
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[PrivateAdbServer, SimFleet]]:
     """One Checks Lab phone behind a private adb server for the module's sessions."""
-    with start_private_adb_server(tmp_path_factory.mktemp("adb")) as server:
-        fleet = SimFleet(count=1, adb=server.client(), phone_factory=lab_phone)
-        try:
-            yield server, fleet
-        finally:
-            fleet.stop()
+    with one_simulated_phone(tmp_path_factory.mktemp("adb"), lab_phone) as lab:
+        yield lab
 
 
 def session(lab, project: Path, tmp: Path, *args: str):
@@ -125,6 +121,8 @@ def proofs(lab, tmp_path_factory: pytest.TempPathFactory):
             "pass": {"steps": PASS_STEPS, "answer": "LAB: done"},
             "fail": [{"name": "all-done", "check": "secure-connections", "reasonIncludes": "does not exist",
                       "answer": "LAB: done", "steps": PASS_STEPS}]}),
+        # No prove: block: the fresh state is still proven, the pass state is skipped with the reason.
+        "lab-unproven": {key: value for key, value in lab_suite("lab-unproven").items() if key != "prove"},
     }
     project = write_project(tmp / "project", suites)
     done, cases = session(lab, project, tmp, "--agentbench-prove")
@@ -140,6 +138,14 @@ def test_prove_items_pass_on_a_correct_suite(proofs) -> None:
     proof = json.loads((run_dir / "prove.json").read_text())
     assert proof["passed"] and "fails exactly 'pinned-alice'" in proof["reason"] and "returned 0 rows" in proof["reason"]
     assert [step["step"] for step in proof["steps"]][:2] == ["tapOn(text='Save contact')", "tapOn(text='Secure on')"]
+
+
+def test_a_suite_without_a_prove_block_is_proven_fresh_and_its_pass_state_skipped_with_the_reason(proofs) -> None:
+    done, cases, *_ = proofs
+    unproven = {name: case for name, case in cases.items() if name.startswith("lab-unproven")}
+    assert {name: case.outcome for name, case in unproven.items()} == {
+        "lab-unproven[prove-pass]": "skipped", "lab-unproven[prove-fresh]": "passed"}, done.stdout[-4000:]
+    assert "lab-unproven has no prove: block" in unproven["lab-unproven[prove-pass]"].message
 
 
 def test_prove_fails_the_item_whose_check_passes_on_the_fresh_state_and_says_which(proofs) -> None:
@@ -160,6 +166,29 @@ def test_prove_fails_the_item_whose_fail_scenario_passes_and_says_which(proofs) 
 def test_prove_items_clean_up_after_themselves(proofs) -> None:
     done, cases, before, after, *_ = proofs
     assert after == before
+
+
+def test_a_proof_whose_cleanup_leaves_the_phone_changed_fails_and_says_what_is_left(lab, tmp_path: Path,
+                                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    phone = lab[1].phones[0]
+    # The contacts provider refuses to forget (the phone runs in this process): cleanup's delete
+    # runs, the contact the pass scenario saved stays.
+    provider = phone.providers["com.android.contacts"]
+    real_delete = provider.delete
+    monkeypatch.setattr(provider, "delete", lambda *args, **kwargs: 0)
+    project = write_project(tmp_path / "project", {"lab-sticky": lab_suite("lab-sticky")})
+    try:
+        done, cases = session(lab, project, tmp_path, "--agentbench-prove", "-k", "prove-pass")
+    finally:
+        # Put the phone back for the module's other sessions.
+        monkeypatch.setattr(provider, "delete", real_delete)
+        for row in phone.content_query("content://com.android.contacts/raw_contacts", ["_id"]):
+            phone.content_delete("content://com.android.contacts/raw_contacts", f"_id={row['_id']}")
+    item = cases["lab-sticky[prove-pass]"]
+    assert item.outcome == "failure", done.stdout[-4000:]
+    assert "passes all 6 checks, but cleanup did not put the phone back: contacts: rows _id=" in item.message
+    proof = json.loads((Path(item.properties["agentbench_run_dir"]) / "prove.json").read_text())
+    assert not proof["passed"] and proof["cleanup"]["left"]
 
 
 def test_prove_items_are_selectable_with_k(proofs, lab) -> None:
@@ -214,11 +243,14 @@ def test_wifi_on_passes_twice_in_a_row_on_one_phone_because_cleanup_puts_wi_fi_b
         assert phone.settings["global"]["wifi_on"] == "0"
 
 
-def test_the_committed_suites_prove_on_the_simulated_phone(lab, tmp_path: Path) -> None:
-    done, cases = session(lab, REPO, tmp_path, "--agentbench-prove")
+def test_the_harness_suites_prove_on_the_simulated_phone(lab, tmp_path: Path) -> None:
+    # The core jobs' proofs run on a stock phone in test_jobs_e2e.py.
+    done, cases = session(lab, REPO, tmp_path, "--agentbench-prove", "-k", HARNESS_K)
     outcomes = {name: case.outcome for name, case in cases.items()}
     assert outcomes == {
-        "bug-repro[prove-pass]": "skipped", "bug-repro[prove-fresh]": "passed",
-        "ux-flow[prove-pass]": "skipped", "ux-flow[prove-fresh]": "passed",
+        "bug-repro[prove-pass]": "passed", "bug-repro[prove-fail-two-items-only]": "passed",
+        "bug-repro[prove-fail-count-read-wrong]": "passed", "bug-repro[prove-fresh]": "passed",
+        "ux-flow[prove-pass]": "passed", "ux-flow[prove-fail-stopped-on-details]": "passed",
+        "ux-flow[prove-fail-answer-without-status]": "passed", "ux-flow[prove-fresh]": "passed",
         "wifi-on[prove-pass]": "passed", "wifi-on[prove-fail-answer-without-switch]": "passed", "wifi-on[prove-fresh]": "passed",
     }, done.stdout[-4000:]

@@ -13,7 +13,7 @@ from pytest_agentbench.servers import agentbench_profile
 from pytest_agentbench.suite import load_suite
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-COMMITTED = ("bug-repro", "ux-flow", "wifi-on")
+COMMITTED = tuple(sorted(path.stem for path in (REPO_ROOT / "benchmark" / "agent" / "suites").glob("*.yml")))
 SECRETS = {
     "ANTHROPIC_API_KEY": "sk-ant-dryrun-planted-1111",
     "AWS_SECRET_ACCESS_KEY": "planted-aws-secret-2222",
@@ -28,7 +28,7 @@ def run_committed(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
 
 def test_committed_suites_dry_run(pytester: pytest.Pytester) -> None:
     result = run_committed(pytester, "--agentbench-dry-run")
-    result.assert_outcomes(passed=3)
+    result.assert_outcomes(passed=len(COMMITTED))
     assert result.ret == 0
     output = result.stdout.str()
     result.stdout.fnmatch_lines(["*= agentbench dry run =*"])
@@ -50,14 +50,14 @@ def test_committed_suites_dry_run(pytester: pytest.Pytester) -> None:
             f"  AGENTBENCH_SUITE={name}",
             "mcp config (*):",
         ])
-    assert output.count('"mcpServers": {') == 3
-    assert output.count('"type": "stdio"') == 3, "exactly one server per suite"
+    assert output.count('"mcpServers": {') == len(COMMITTED)
+    assert output.count('"type": "stdio"') == len(COMMITTED), "exactly one server per suite"
     assert "mcp__agentbench__openLink,mcp__agentbench__navigateTo,mcp__agentbench__executePlan" in output
 
 
 def test_k_runs_exactly_one_and_junit_has_one_case_per_suite(pytester: pytest.Pytester) -> None:
-    run_committed(pytester, "--agentbench-dry-run", "-k", "bug_repro").assert_outcomes(passed=1, deselected=2)
-    run_committed(pytester, "--agentbench-dry-run", "--junitxml=report.xml").assert_outcomes(passed=3)
+    run_committed(pytester, "--agentbench-dry-run", "-k", "bug_repro").assert_outcomes(passed=1, deselected=len(COMMITTED) - 1)
+    run_committed(pytester, "--agentbench-dry-run", "--junitxml=report.xml").assert_outcomes(passed=len(COMMITTED))
     cases = ET.parse(pytester.path / "report.xml").getroot().findall(".//testcase")
     assert sorted(case.get("name") for case in cases) == sorted(COMMITTED)
 
@@ -68,7 +68,7 @@ def test_secret_values_never_appear(pytester: pytest.Pytester, monkeypatch: pyte
     monkeypatch.setenv("MCP_TOOL_TIMEOUT", "1234")
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "https://gw-user:planted-url-5555@gateway.example")
     result = run_committed(pytester, "--agentbench-dry-run", "-rA", "--junitxml=report.xml")
-    result.assert_outcomes(passed=3)
+    result.assert_outcomes(passed=len(COMMITTED))
     everything = result.stdout.str() + result.stderr.str() + (pytester.path / "report.xml").read_text()
     for value in [*SECRETS.values(), "planted-url-5555"]:
         assert value not in everything
@@ -87,7 +87,7 @@ def test_dry_run_touches_nothing(pytester: pytest.Pytester, monkeypatch: pytest.
     monkeypatch.setenv("ANDROID_ADB_SERVER_PORT", "1")
     output = tmp_path / "artifacts"
     result = run_committed(pytester, "--agentbench-dry-run", f"--agentbench-output={output}", "--device", "emulator-5554")
-    result.assert_outcomes(passed=3)
+    result.assert_outcomes(passed=len(COMMITTED))
     assert not output.exists()
     result.stdout.fnmatch_lines([f"*--mcp-config '{output}/bug-repro/<timestamp>-<id>/mcp-config.json'*"])
     result.stdout.fnmatch_lines(['*"AGENTBENCH_DEVICE_SERIAL": "emulator-5554"*', '*"ANDROID_ADB_SERVER_PORT": "1"*'])

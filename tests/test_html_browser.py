@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from adbserver import PrivateAdbServer, start_private_adb_server
 from browser import Browser, chromium_or_skip
-from fakeagents import REPO, Behaviour, make_project, run_session, session_env, write_dispatcher
+from fakeagents import HARNESS_K, REPO, Behaviour, make_project, run_session, session_env, write_dispatcher
 
 BUG_REPRO_ANSWER = "Done.\nEXPECTED_COUNT: 3\nDISPLAYED_COUNT: 0"
 VERDICT_SUITES = {
@@ -110,7 +110,8 @@ def adb_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrivateAdbS
 def committed(adb_server: PrivateAdbServer, tmp_path_factory: pytest.TempPathFactory) -> Page:
     """`pytest benchmark/ --device sim --claude agentbench-replay --agentbench-html report.html`, opened headless."""
     tmp = tmp_path_factory.mktemp("committed")
-    page, terminal, _ = _session(REPO, adb_server, tmp, "benchmark/", "--device", "sim", "--claude", "agentbench-replay")
+    page, terminal, _ = _session(REPO, adb_server, tmp, "benchmark/", "--device", "sim", "--claude", "agentbench-replay",
+                                 "-k", HARNESS_K)
     return _open(page, tmp / "page.png", terminal)
 
 

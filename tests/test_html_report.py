@@ -123,6 +123,18 @@ def test_the_cost_chart_leaves_out_suites_without_cost_and_stacks_names_on_one_d
     # Same cost, different rates: different heights; a tie in both would stack the second name below.
     assert labels[0].get("y") != labels[1].get("y")
     assert cost_chart([SuitePoint("a", 1, 1, 0, 1.0, 0.2, 1.0, None)]) is None
+
+
+def test_suites_on_one_dot_share_one_label_that_counts_them_and_names_them_in_its_tooltip() -> None:
+    same = [SuitePoint(f"suite-{i}", 1, 1, 0, 1.0, 0.21, 1.0, 0.0) for i in range(13)]
+    root = ElementTree.fromstring(cost_chart([*same, SuitePoint("dearer", 1, 1, 0, 1.0, 0.21, 1.0, 0.4)]))
+    labels = [t.text for t in root.iter() if t.tag.endswith("text") and t.get("class") == "value"]
+    assert labels == ["13 suites", "dearer"]
+    assert len([c for c in root.iter() if c.tag.endswith("circle")]) == 2
+    group = next(g for g in root.iter() if g.get("class") == "dot-group")
+    assert group.get("data-suites").split(", ") == [p.suite for p in same]
+    assert "suite-12: $0.00 per run, 1/1 = 100%" in "".join(next(group.iter("{http://www.w3.org/2000/svg}title")).itertext())
+    assert [g.get("data-suite") for g in root.iter() if g.get("class") == "suite"] == [*(p.suite for p in same), "dearer"]
     assert pass_rate_chart([]) is None
 
 

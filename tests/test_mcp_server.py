@@ -22,7 +22,7 @@ from pytest_agentbench.sim.apps.model import write_shared_prefs
 from pytest_agentbench.sim.fleet import SimFleet
 
 DEVICE_TOOLS = {"observe", "tapOn", "inputText", "swipeOn", "pressButton", "launchApp", "terminateApp",
-                "openLink", "homeScreen"}
+                "openLink", "homeScreen", "readLogs"}
 PKG = "dev.jasonpearson.automobile.playground"
 SERIAL = "127.0.0.1:40001"
 
@@ -327,6 +327,7 @@ def test_swipes(tmp_path: Path, arguments: dict, command: str) -> None:
         ("terminateApp", {"packageName": PKG}, f"am force-stop {PKG}"),
         ("openLink", {"url": "automobile://playground/demos"},
          "am start -a android.intent.action.VIEW -d automobile://playground/demos"),
+        ("readLogs", {"tag": "Courier"}, "logcat -d -v threadtime -s Courier"),
     ],
 )
 def test_commands_sent_for_each_tool(tmp_path: Path, tool: str, arguments: dict, command: str) -> None:

@@ -99,6 +99,20 @@ def test_bug_repro_preflight_lands_on_the_demo_in_few_round_trips(tmp_path):
     assert "stale.xml" not in stale and "auth_prefs.xml" in stale
 
 
+def test_the_device_fingerprint_is_read_by_every_runs_preflight_in_its_first_round_trip(tmp_path):
+    # Issue 9, defect 7: a run that rotates the screen must not leave later runs recording the old fingerprint.
+    adb = PhoneAdb()
+    first = run_preflight(adb, "sim", app=AppSpec(PLAYGROUND, None), preflight=_preflight(), run_dir=tmp_path / "r1")
+    adb.phone.shell("content insert --uri content://settings/system --bind name:s:user_rotation --bind value:i:1")
+    adb.commands.clear()
+    second = run_preflight(adb, "sim", app=AppSpec(PLAYGROUND, None), preflight=_preflight(), run_dir=tmp_path / "r2")
+    assert (first.device_fingerprint["rotation"], second.device_fingerprint["rotation"]) == ("0", "90")
+    # No round trip of its own: the fingerprint rides in the first shell command preflight sends.
+    shells = [command for command in adb.commands if not command.startswith("push ")]
+    assert "getprop ro.build.version.sdk" in shells[0] and not any("getprop ro.build.version.sdk" in c for c in shells[1:])
+    assert second.round_trips == first.round_trips
+
+
 def test_missing_start_text_stops_the_run_and_keeps_the_screen(tmp_path):
     adb = PhoneAdb()
     with pytest.raises(PreflightError, match="does not show 'Bug Reproduction Demo'") as info:

@@ -47,6 +47,28 @@ def test_judge(scenario: Scenario, checks: list[Check], proven: bool, says: str)
     assert judgement.passed is proven and says in judgement.reason, judgement.reason
 
 
+CLEAN = {"actions": [{"action": "delete contacts row _id=7", "status": 0}], "failed": [], "left": []}
+
+
+@pytest.mark.parametrize(
+    ("scenario", "checks", "cleanup", "proven", "says"),
+    [
+        (PASS, [PINNED, SAVED], CLEAN, True, "passes all 2 checks"),
+        (PASS, [PINNED, SAVED], None, True, "passes all 2 checks"),
+        (PASS, [PINNED, SAVED], {**CLEAN, "left": ["contacts: rows _id=7 added by the run are still there"]}, False,
+         "passes all 2 checks, but cleanup did not put the phone back: contacts: rows _id=7 added by the run are still there"),
+        (FRESH, [UNPINNED, UNSAVED], {**CLEAN, "failed": ["cleanup could not reach the device: gone"]}, False,
+         "but cleanup did not put the phone back: cleanup could not reach the device: gone"),
+        # The checks' own failure is the reason; cleanup's comes second.
+        (PASS, [UNPINNED, SAVED], {**CLEAN, "left": ["x"]}, False, "the pass scenario fails sqlite check 'pinned' failed"),
+    ],
+    ids=["clean", "nothing-watched", "left", "failed-step", "checks-first"],
+)
+def test_a_proof_includes_its_cleanup(scenario, checks, cleanup, proven: bool, says: str) -> None:
+    judgement = judge(scenario, checks, cleanup)
+    assert judgement.passed is proven and says in judgement.reason, judgement.reason
+
+
 def test_scenarios_of_a_suite_in_item_order() -> None:
     suite = make_suite()
     assert [s.item_name for s in scenarios_of(suite)] == ["prove-fresh"]

@@ -254,6 +254,13 @@ def test_plan_parses_steps(tmp_path):
         ({"steps": [{"tool": "a", "expect_error": "yes"}], "final": "x"}, "steps[0].expect_error: expected true or false"),
         ({"steps": ["observe"], "final": "x"}, "steps[0]: expected {tool: NAME"),
         ({"steps": [{"tool": "a"}], "final": "x", "extra": 1}, "unknown key(s) 'extra'"),
+        ({"steps": [{"tool": "a", "capture": {"name": "code", "pattern": "(\\d"}}], "final": "x"},
+         "steps[0].capture.pattern: expected a regular expression, got '(\\\\d'"),
+        ({"steps": [{"tool": "a", "capture": {"name": "2x", "pattern": "x"}}], "final": "x"},
+         "steps[0].capture.name: expected a placeholder name"),
+        ({"steps": [{"tool": "a", "capture": "code"}], "final": "x"}, "steps[0].capture: expected {name: NAME, pattern: REGEX}"),
+        ({"steps": [{"tool": "a", "capture": {"name": "c", "pattern": "x", "group": 2}}], "final": "x"},
+         "steps[0].capture: unknown key(s) 'group'"),
     ],
 )
 def test_bad_plans_name_file_and_key(tmp_path, data, problem):
@@ -286,7 +293,7 @@ def test_find_plan_path(explicit, environ, expected):
     assert (str(found) if found else None) == expected
 
 
-@pytest.mark.parametrize("suite", ["bug-repro", "ux-flow", "wifi-on"])
+@pytest.mark.parametrize("suite", sorted(path.stem for path in (REPO / "benchmark" / "agent" / "suites").glob("*.yml")))
 def test_committed_plans_load_and_answer_the_suite(suite):
     plan = load_plan(REPO / "benchmark" / "agent" / "plans" / f"{suite}.yml")
     assert plan.tool_steps and plan.uses_placeholder("device")
@@ -356,6 +363,23 @@ def _key_sets(lines: list[str]) -> dict[tuple[str, str], set[str]]:
         if isinstance(event.get("message"), dict):
             keys.setdefault((event["type"], "message"), set()).update(event["message"])
     return keys
+
+
+def test_a_capture_carries_a_value_read_off_the_device_into_later_calls_and_the_answer(tiny):
+    # The count is what the device shows; the plan never holds it (as a code random per run).
+    plan = write_plan(tiny["dir"], {"steps": [
+        {"tool": "tapOn", "args": {"text": "Add Item", "device": "{device}"}},
+        {"tool": "observe", "args": {"device": "{device}"}, "capture": {"name": "count", "pattern": r"Count: (\d+)"}},
+        {"tool": "observe", "args": {"device": "{device}"}, "capture": {"name": "missing", "pattern": "no such text"}},
+        {"tool": "tapOn", "args": {"text": "Add Item {count}", "device": "{device}"}, "expect_error": True},
+    ], "final": "COUNT: {count}\nOTHER: {missing}"})
+    status, out, err = replay(base_argv(tiny["config"], "--allowedTools", "mcp__dev", "--plan", str(plan)))
+    assert status == 0, err
+    assert calls_seen(tiny["log"])[-1] == {"tool": "tapOn", "text": "Add Item 1", "device": "dev0"}
+    transcript = parse_lines(out.splitlines(keepends=True))
+    # A capture that found nothing leaves its placeholder as written and says so on stderr.
+    assert transcript.final_text == "COUNT: 1\nOTHER: {missing}"
+    assert "capture 'missing' found no match of /no such text/" in err
 
 
 def test_event_and_field_names_match_claude_code(tiny):

@@ -22,6 +22,7 @@ import pytest
 from pytest_agentbench.audit.scoring import scoring_code_digest
 
 from adbserver import module_adb_server  # noqa: F401  (fixture)
+from fakeagents import copy_benchmark_parts
 
 REPO = Path(__file__).resolve().parents[1]
 BENCHMARK = REPO / "benchmark" / "agent"
@@ -72,8 +73,7 @@ def run_session(root: Path, *args: str, port: int) -> Session:
 def saved(module_adb_server, tmp_path_factory) -> tuple[Path, Session]:
     """One session on the simulated phone: bug-repro passes, wifi-on (expecting `WIFI: off`) fails."""
     root = tmp_path_factory.mktemp("saved")
-    for part in ("suites", "prompts", "plans"):
-        shutil.copytree(BENCHMARK / part, root / "benchmark" / "agent" / part)
+    copy_benchmark_parts(root / "benchmark" / "agent")
     (root / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
     wifi = root / "benchmark" / "agent" / "suites" / "wifi-on.yml"
     wifi.write_text(wifi.read_text(encoding="utf-8").replace('["WIFI: on"]', '["WIFI: off"]'), encoding="utf-8")
@@ -158,11 +158,24 @@ def test_a_line_per_run_under_verbose_only(saved, verbosity):
     assert ("agentbench: bug-repro" in rerun.stdout) is (verbosity == "-v")
 
 
+def test_a_sessions_output_directory_re_renders_every_run_below_it_once(saved):
+    root, original = saved
+    out = Path(original.result_of("bug-repro")["runDirectory"]).parent.parent
+    bug_repro_run = Path(original.result_of("bug-repro")["runDirectory"])
+    for _ in range(2):  # the second time, the first re-render's own documents are in the output too
+        rerun = run_session(root, "--agentbench-from-result", str(out), "--agentbench-from-result", str(bug_repro_run),
+                            "--agentbench-output", str(out), port=0)
+        assert rerun.ret == 1, rerun.stdout
+        assert rerun.document["counts"] == {"passed": 1, "failed": 1, "incomplete": 0}
+        assert sorted(run["suite"] for run in rerun.document["runs"]) == ["bug-repro", "wifi-on"]
+    assert len(list((out / "rerendered").rglob("result.json"))) >= 4  # other tests re-render into it too
+
+
 @pytest.mark.parametrize(
     ("make", "message"),
     [
-        pytest.param(lambda path: path.mkdir(), "no result.json here", id="empty-dir"),
-        pytest.param(lambda path: None, "no result.json here", id="missing"),
+        pytest.param(lambda path: path.mkdir(), "no result.json here or below", id="empty-dir"),
+        pytest.param(lambda path: None, "no result.json here or below", id="missing"),
     ],
 )
 def test_from_result_without_a_result_is_a_usage_error(tmp_path, make, message):

@@ -19,6 +19,7 @@ import pytest
 import yaml
 from adbserver import PrivateAdbServer, start_private_adb_server
 from fakeagents import (
+    HARNESS_K,
     REPO,
     Behaviour,
     Case,
@@ -85,9 +86,9 @@ def adb_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrivateAdbS
 
 @pytest.fixture(scope="module")
 def committed(adb_server: PrivateAdbServer, tmp_path_factory: pytest.TempPathFactory) -> Session:
-    """The README's main job: the committed suites, one simulated phone, the replay agent."""
+    """The README's main job on the harness suites (the core jobs have test_jobs_e2e.py): one simulated phone, the replay agent."""
     tmp = tmp_path_factory.mktemp("committed")
-    return _run(REPO, ["benchmark/", "--device", "sim", "--claude", "agentbench-replay"], adb_server, tmp)
+    return _run(REPO, ["benchmark/", "--device", "sim", "--claude", "agentbench-replay", "-k", HARNESS_K], adb_server, tmp)
 
 
 # Suite name -> (overrides, the fake agent's behaviour, a replay plan or None).

@@ -74,6 +74,11 @@ def test_a_device_check_is_an_oracle_but_a_report_alone_is_not(tmp_path: Path) -
         ({**PREFS, "type": "bool"}, "verify.device[0].type: expected one of boolean, int, long, float, string, set, got 'bool'"),
         ({k: v for k, v in PREFS.items() if k != "contains"}, "verify.device[0]: expected exactly one matcher (equals, contains, matches, digits, exists, inAnswer) for its key, got none"),
         ({**PREFS, "equals": "x"}, "got equals, contains"),
+        ({**{k: v for k, v in PREFS.items() if k != "key"}, "list": {"count": "n", "item": "c_"}, "type": "string"},
+         "verify.device[0]: type applies to a key, not to a list (its items are compared as read)"),
+        ({**{k: v for k, v in PREFS.items() if k not in ("key", "contains")},
+          "anyOf": [{"list": {"count": "n", "item": "c_"}, "type": "int", "contains": "x"}]},
+         "verify.device[0].anyOf[0]: type applies to a key, not to a list"),
         ({**PREFS, "anyOf": [{"key": "a", "equals": 1}]}, "expected either anyOf or key with a matcher, got both"),
         ({**{k: v for k, v in PREFS.items() if k not in ("key", "contains")}, "anyOf": [{"key": "a"}]},
          "verify.device[0].anyOf[0]: expected exactly one matcher"),
@@ -98,7 +103,7 @@ def test_a_device_check_is_an_oracle_but_a_report_alone_is_not(tmp_path: Path) -
          "verify.device[0].match.data1: expected a value, or one matcher"),
     ],
     ids=["unknown-kind", "unknown-kind-value", "no-name", "unknown-key", "bad-uri", "match-outside-projection", "bad-matcher",
-         "short-phone", "bad-regex", "negative-count", "prefs-file-path", "prefs-type", "no-matcher", "two-matchers",
+         "short-phone", "bad-regex", "negative-count", "prefs-file-path", "prefs-type", "no-matcher", "two-matchers", "typed-list", "typed-list-in-any-of",
          "any-of-and-key", "any-of-without-matcher", "no-key", "absolute-file", "climbing-file", "not-a-select",
          "two-expectations", "bad-package", "bad-mode", "zero-size", "original-without-name", "empty-sequence",
          "event-regex", "report-regex", "min-found", "duplicate-bug", "from-prefs-outside-content", "from-prefs-bad-file"],
@@ -140,7 +145,7 @@ TAP = {"tool": "tapOn", "args": {"text": "Save"}}
     [
         ({"fail": []}, "prove.pass: required key is missing"),
         ({"pass": {"steps": [TAP], "answr": "x"}}, "prove.pass.answr: unknown key (did you mean 'answer'?)"),
-        ({"pass": {"steps": [{"tool": "tapOn", "adb": ["x"]}]}}, "prove.pass.steps[0]: expected exactly one of tool, adb or wait, got tool, adb"),
+        ({"pass": {"steps": [{"tool": "tapOn", "adb": ["x"]}]}}, "prove.pass.steps[0]: expected exactly one of tool, adb, seed or wait, got tool, adb"),
         ({"pass": {"steps": [{"adb": ["x"], "args": {}}]}}, "prove.pass.steps[0]: args and expect_error belong to a tool step, not to adb"),
         ({"pass": {"steps": [{"wait": 900}]}}, "prove.pass.steps[0].wait"),
         ({"pass": {"steps": []}, "fail": [{"name": "x", "check": "nope", "reasonIncludes": "w", "steps": []}]},
@@ -148,8 +153,11 @@ TAP = {"tool": "tapOn", "args": {"text": "Save"}}
         ({"pass": {"steps": []}, "fail": [{"name": "fresh", "check": "answer", "reasonIncludes": "w", "steps": []}]},
          "prove.fail[0].name: expected a name no other scenario has (nor pass or fresh), got 'fresh'"),
         ({"pass": {"steps": []}, "fail": [{"name": "x", "check": "answer", "steps": []}]}, "prove.fail[0].reasonIncludes: required key is missing"),
+        # Prove fills {device}, {packageName} and captures; a run-time placeholder would reach the phone as text.
+        ({"pass": {"steps": [{"adb": ["ls", "{runDirectory}"]}]}}, "prove.pass.steps[0].adb[1]"),
     ],
-    ids=["no-pass", "typo", "two-step-kinds", "args-on-adb", "long-wait", "unknown-check", "reserved-name", "no-word"],
+    ids=["no-pass", "typo", "two-step-kinds", "args-on-adb", "long-wait", "unknown-check", "reserved-name", "no-word",
+         "run-time-placeholder"],
 )
 def test_bad_prove_blocks(tmp_path: Path, prove: dict, message: str) -> None:
     assert message in problems(tmp_path, {**suite_with(device=[CONTACT]), "prove": prove})

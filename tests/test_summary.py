@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from adbserver import module_adb_server  # noqa: F401  (fixture)
+from fakeagents import copy_benchmark_parts
 
 REPO = Path(__file__).resolve().parents[1]
 BENCHMARK = REPO / "benchmark" / "agent"
@@ -96,8 +97,7 @@ def real(module_adb_server, tmp_path_factory) -> tuple[Path, Session]:
     """bug-repro with the stale baseline, ux-flow, and wifi-on under a long name, run with -v."""
     root = tmp_path_factory.mktemp("summary")
     agent = root / "benchmark" / "agent"
-    for part in ("suites", "prompts", "plans"):
-        shutil.copytree(BENCHMARK / part, agent / part)
+    copy_benchmark_parts(agent)
     (root / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
     suites = agent / "suites"
     bug_repro = suites / "bug-repro.yml"

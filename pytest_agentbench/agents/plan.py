@@ -13,21 +13,27 @@ import yaml
 
 from pytest_agentbench.errors import SuiteError
 from pytest_agentbench.audit.transcript import Transcript
+from pytest_agentbench.suite.capture import Capture, capture_problems
 
 # Placeholders a plan may use inside string arguments.
 PLACEHOLDERS = ("device", "packageName")
-_PLACEHOLDER_PATTERN = re.compile(r"\{(" + "|".join(PLACEHOLDERS) + r")\}")
+_NAME_PATTERN = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 #: The longest pause a plan may ask for (a wait step, or thinkSeconds).
 MAX_WAIT_SECONDS = 600
 
 
 @dataclass(frozen=True)
 class ToolStep:
-    """Call one tool: a bare MCP tool name (`observe`) or a full one (`mcp__agentbench__observe`)."""
+    """Call one tool: a bare MCP tool name (`observe`) or a full one (`mcp__agentbench__observe`).
+
+    `capture` keeps a value from the call's result (a code shown on the screen or in the log) as
+    `{name}` for later arguments and the final answer.
+    """
 
     tool: str
     args: dict
     expect_error: bool = False
+    capture: Capture | None = None
 
 
 @dataclass(frozen=True)
@@ -74,7 +80,10 @@ def _all_strings(value: Any) -> str:
 
 
 def fill_placeholders(value: Any, values: Mapping[str, str | None]) -> Any:
-    """Replace `{device}` / `{packageName}` inside every string of `value` (dicts and lists too).
+    """Replace `{name}` for every name in `values` inside every string of `value` (dicts and lists too).
+
+    The names are `{device}`, `{packageName}` and the values earlier steps captured; any other
+    brace (JSON, an unknown name) stays as written.
 
     Args:
         value: A tool argument value.
@@ -84,7 +93,7 @@ def fill_placeholders(value: Any, values: Mapping[str, str | None]) -> Any:
         A copy of `value` with the placeholders filled.
     """
     if isinstance(value, str):
-        return _PLACEHOLDER_PATTERN.sub(lambda m: values.get(m.group(1)) or m.group(0), value)
+        return _NAME_PATTERN.sub(lambda m: values.get(m.group(1)) or m.group(0), value)
     if isinstance(value, Mapping):
         return {key: fill_placeholders(item, values) for key, item in value.items()}
     if isinstance(value, list):
@@ -150,9 +159,15 @@ def _parse_step(raw: Any, where: str, problems: list[str]) -> Step | None:
             problems.append(f"{where}.wait: expected seconds between 0 and {MAX_WAIT_SECONDS}, got {seconds!r}")
             return None
         return WaitStep(float(seconds))
-    extra = sorted(set(raw) - {"tool", "args", "expect_error"})
+    extra = sorted(set(raw) - {"tool", "args", "expect_error", "capture"})
     if extra:
-        problems.append(f"{where}: unknown key(s) {', '.join(map(repr, extra))}; a tool step has 'tool', 'args', 'expect_error'")
+        problems.append(f"{where}: unknown key(s) {', '.join(map(repr, extra))}; a tool step has 'tool', 'args', 'expect_error', 'capture'")
+    capture = None
+    if "capture" in raw:
+        found = capture_problems(raw["capture"], f"{where}.capture")
+        problems += found
+        if not found:
+            capture = Capture(raw["capture"]["name"], raw["capture"]["pattern"])
     tool = raw.get("tool")
     args = raw.get("args", {})
     expect_error = raw.get("expect_error", False)
@@ -168,7 +183,7 @@ def _parse_step(raw: Any, where: str, problems: list[str]) -> Step | None:
     if not isinstance(expect_error, bool):
         problems.append(f"{where}.expect_error: expected true or false, got {expect_error!r}")
         ok = False
-    return ToolStep(tool=tool, args=dict(args), expect_error=expect_error) if ok else None
+    return ToolStep(tool=tool, args=dict(args), expect_error=expect_error, capture=capture) if ok else None
 
 
 def load_plan(path: str | Path) -> Plan:

@@ -59,7 +59,8 @@ class ReplayRun:
             "device" in step.args for step in self.plan.tool_steps if step.tool.startswith("mcp__")
         )
         device = await self.connection.pinned_device() if needs_device else None
-        values = {"device": device, "packageName": self.plan.package_name or suite_package_name(self.environ)}
+        values: dict[str, str | None] = {"device": device,
+                                         "packageName": self.plan.package_name or suite_package_name(self.environ)}
         for number, step in enumerate(self.plan.steps, start=1):
             if isinstance(step, WaitStep):
                 await anyio.sleep(step.seconds)
@@ -71,9 +72,11 @@ class ReplayRun:
         if self._turns_exhausted():
             return 1
         await self._think()
+        # The answer may carry what the steps captured (a code random per run); an uncaptured name stays as written.
+        final = fill_placeholders(self.plan.final, {key: value for key, value in values.items() if key not in ("device", "packageName")})
         self.writer.begin_turn()
-        self.writer.text(self.plan.final)
-        self.writer.result_success(self.plan.final)
+        self.writer.text(final)
+        self.writer.result_success(final)
         return 0
 
     async def _think(self) -> None:
@@ -87,7 +90,7 @@ class ReplayRun:
             return True
         return False
 
-    async def _call(self, number: int, step: ToolStep, values: Mapping[str, str | None]) -> None:
+    async def _call(self, number: int, step: ToolStep, values: dict[str, str | None]) -> None:
         arguments = fill_placeholders(step.args, values)
         if step.tool.startswith("mcp__") and values.get("device") and "device" in arguments:
             # A replayed transcript names the device of its own run; this run has its own.
@@ -99,6 +102,13 @@ class ReplayRun:
             self.connection.warn(
                 f"step {number} ({name}): the plan expected {expected}, the call {'failed' if outcome.is_error else 'succeeded'}"
             )
+        if step.capture is not None:
+            value = step.capture.find(outcome.text)
+            if value is None:
+                self.connection.warn(f"step {number} ({name}): capture {step.capture.name!r} found no match of "
+                                     f"/{step.capture.pattern}/ in the result")
+            else:
+                values[step.capture.name] = value
 
 
 def _load_plan(args: ParsedArgs, environ: Mapping[str, str]) -> Plan:

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from pytest_agentbench.audit.verdict import failed_reason
+from pytest_agentbench.suite.capture import Capture
+from pytest_agentbench.suite.seed import SeedStep, parse_seed
 
 if TYPE_CHECKING:
     from pytest_agentbench.checks.base import Check
@@ -23,19 +25,23 @@ ScenarioKind = Literal["pass", "fail", "fresh"]
 
 @dataclass(frozen=True)
 class ProveStep:
-    """One step of a scenario: a tool call of the built-in server, an adb command, or a wait."""
+    """One step of a scenario: a tool call of the built-in server, an adb command, a host-side seed, or a wait."""
 
     tool: str | None = None
     args: Mapping[str, Any] = field(default_factory=dict)
     expect_error: bool = False
     adb: tuple[str, ...] = ()
     wait: float | None = None
+    seed: SeedStep | None = None
+    capture: Capture | None = None
 
     def describe(self) -> str:
         if self.tool is not None:
             return f"{self.tool}({', '.join(f'{key}={value!r}' for key, value in self.args.items())})"
         if self.adb:
             return "adb shell " + " ".join(self.adb)
+        if self.seed is not None:
+            return f"seed {self.seed.describe()}"
         return f"wait {self.wait}s"
 
 
@@ -68,10 +74,14 @@ class Scenario:
 def _steps(raw: Sequence[Mapping[str, Any]]) -> tuple[ProveStep, ...]:
     steps = []
     for step in raw:
+        capture = Capture(step["capture"]["name"], step["capture"]["pattern"]) if step.get("capture") else None
         if "tool" in step:
-            steps.append(ProveStep(tool=step["tool"], args=dict(step.get("args") or {}), expect_error=bool(step.get("expect_error"))))
+            steps.append(ProveStep(tool=step["tool"], args=dict(step.get("args") or {}), expect_error=bool(step.get("expect_error")),
+                                   capture=capture))
         elif "adb" in step:
-            steps.append(ProveStep(adb=tuple(step["adb"])))
+            steps.append(ProveStep(adb=tuple(step["adb"]), capture=capture))
+        elif "seed" in step:
+            steps.append(ProveStep(seed=parse_seed(step["seed"])))
         else:
             steps.append(ProveStep(wait=float(step["wait"])))
     return tuple(steps)
@@ -102,16 +112,27 @@ def _names(checks: Sequence[Check]) -> str:
     return ", ".join(dict.fromkeys(str(check.name or check.kind) for check in checks))
 
 
-def judge(scenario: Scenario, checks: Sequence[Check]) -> Judgement:
-    """Judge a scenario's checks.
+def judge(scenario: Scenario, checks: Sequence[Check], cleanup: Mapping[str, Any] | None = None) -> Judgement:
+    """Judge a scenario's checks, then its cleanup.
 
     Args:
         scenario: The scenario that ran.
         checks: Every check the suite's end state and answer decide (`verdict.state_checks`).
+        cleanup: The cleanup report of the item (`run.cleanup.run_cleanup`), or None when nothing is watched.
 
     Returns:
-        The judgement; its reason names the scenario, the checks at fault and what they saw.
+        The judgement; its reason names the scenario, the checks at fault and what they saw. A
+        scenario whose checks prove what they must still fails when cleanup left the phone changed
+        or a cleanup step failed: cleanup is proven with the checks, on every state they are.
     """
+    judgement = _judge_checks(scenario, checks)
+    undone = [*((cleanup or {}).get("failed") or ()), *((cleanup or {}).get("left") or ())]
+    if judgement.passed and undone:
+        return Judgement(False, f"{judgement.reason}, but cleanup did not put the phone back: " + "; ".join(map(str, undone)))
+    return judgement
+
+
+def _judge_checks(scenario: Scenario, checks: Sequence[Check]) -> Judgement:
     failing = [check for check in checks if not check.passed]
     passing = [check for check in checks if check.passed]
     if scenario.kind == "pass":

@@ -12,11 +12,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_agentbench.checks import appops, content, eventlog, jsonfile, media, prefs, report, sqlite
 from pytest_agentbench.checks.base import Check, CheckContext, DeviceReads, RawRead, Read, failed
 from pytest_agentbench.checks.cleanup import Tracker, trackers_for
+from pytest_agentbench.suite.seed import SeedStep, seeds_cleanup_watches
+
+if TYPE_CHECKING:
+    from pytest_agentbench.suite import Suite
 
 #: Kind name (as a suite writes it) -> its module.
 KINDS: Mapping[str, ModuleType] = {
@@ -129,18 +133,28 @@ class SuiteChecks:
         """What the start of post-run reads: every check's source, and every watched source."""
         return unique_reads([*check_reads(self.checks, before=False), *(tracker.read for tracker in self.trackers)])
 
+    def baseline_reads(self) -> tuple[Read, ...]:
+        """What preflight reads before it resets and seeds anything: every watched source (cleanup's baseline)."""
+        return unique_reads(tracker.read for tracker in self.trackers)
+
     @property
     def reads_device(self) -> bool:
         return bool(self.after_reads() or self.steps)
 
 
-def suite_checks(device_entries: Iterable[Mapping[str, Any]], cleanup_steps: Iterable[Mapping[str, Any]] = ()) -> SuiteChecks:
-    """A suite's `verify.device` entries and `cleanup:` steps -> SuiteChecks."""
+def suite_checks(device_entries: Iterable[Mapping[str, Any]], cleanup_steps: Iterable[Mapping[str, Any]] = (),
+                 seeds: Iterable[SeedStep] = ()) -> SuiteChecks:
+    """A suite's `verify.device` entries, `cleanup:` steps and `preflight.seed` steps -> SuiteChecks."""
     entries, steps = tuple(device_entries), tuple(cleanup_steps)
-    return SuiteChecks(parse_device_checks(entries), trackers_for(entries, steps), steps)
+    return SuiteChecks(parse_device_checks(entries), trackers_for(entries, steps, seeds), steps)
+
+
+def checks_of_suite(suite: Suite) -> SuiteChecks:
+    """A suite -> its SuiteChecks, watching every seed it can run (preflight's and its proofs')."""
+    return suite_checks(suite.verify.device, suite.cleanup, seeds_cleanup_watches(suite.preflight.seed, suite.prove))
 
 
 __all__ = [
-    "DEVICE_KINDS", "KINDS", "Check", "CheckContext", "DeviceCheck", "DeviceReads", "RawRead", "Read", "SuiteChecks",
+    "DEVICE_KINDS", "KINDS", "Check", "CheckContext", "DeviceCheck", "DeviceReads", "RawRead", "Read", "SuiteChecks", "checks_of_suite",
     "check_reads", "evaluate", "parse_device_checks", "suite_checks", "unique_reads",
 ]

@@ -25,6 +25,23 @@ from pytest_agentbench.device.shellscript import sh
 KIND = "appops"
 USES_BEFORE = True
 MODES = ("allow", "ignore", "deny", "default", "foreground")
+# AppOpsManager.opToDefaultMode where it is not `allow` (Android 14). Undoing an op means setting this
+# mode, never `default`: MODE_DEFAULT is a mode of its own, and AppStateTracker treats any
+# RUN_ANY_IN_BACKGROUND mode but `allow` as restricted.
+_DEFAULT_MODES = {
+    "WRITE_SMS": "ignore", "WRITE_SETTINGS": "default", "SYSTEM_ALERT_WINDOW": "default", "GET_USAGE_STATS": "default",
+    "PROJECT_MEDIA": "ignore", "ACTIVATE_VPN": "ignore", "MOCK_LOCATION": "deny", "REQUEST_INSTALL_PACKAGES": "default",
+    "MANAGE_IPSEC_TUNNELS": "deny", "WRITE_MEDIA_AUDIO": "deny", "WRITE_MEDIA_VIDEO": "deny",
+    "WRITE_MEDIA_IMAGES": "deny", "READ_DEVICE_IDENTIFIERS": "deny", "MANAGE_EXTERNAL_STORAGE": "default",
+    "INTERACT_ACROSS_PROFILES": "default", "ACTIVATE_PLATFORM_VPN": "ignore", "LOADER_USAGE_STATS": "default",
+    "MANAGE_ONGOING_CALLS": "default", "MANAGE_CREDENTIALS": "default", "SCHEDULE_EXACT_ALARM": "default",
+    "MANAGE_MEDIA": "default",
+}
+
+
+def default_mode(op: str) -> str:
+    """The mode an op has for a package nobody set it for (AppOpsManager.opToDefaultMode): `allow` for most."""
+    return _DEFAULT_MODES.get(op, "allow")
 
 
 @dataclass(frozen=True)

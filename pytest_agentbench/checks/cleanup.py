@@ -27,6 +27,7 @@ from pytest_agentbench.checks import appops as appops_kind
 from pytest_agentbench.checks.base import DeviceReads, RawRead, Read, cut, unreadable
 from pytest_agentbench.checks.provider import parse_rows, provider_error, query_read
 from pytest_agentbench.device.shellscript import Script, sh
+from pytest_agentbench.suite.seed import PhotoSeed, SeedStep, SmsSeed
 
 CONTACTS_URI = "content://com.android.contacts/raw_contacts"
 SMS_URI = "content://sms"
@@ -93,12 +94,14 @@ def prop_tracker(name: str) -> Tracker:
     return Tracker("prop", f"property {name}", Read(f"prop:{name}", sh("getprop", name)), (("name", name),))
 
 
-def trackers_for(check_entries: Iterable[Mapping[str, Any]], steps: Iterable[Mapping[str, Any]]) -> tuple[Tracker, ...]:
-    """The sources cleanup watches for a suite: those its device checks read, and those its steps restore.
+def trackers_for(check_entries: Iterable[Mapping[str, Any]], steps: Iterable[Mapping[str, Any]],
+                 seeds: Iterable[SeedStep] = ()) -> tuple[Tracker, ...]:
+    """The sources cleanup watches for a suite: those its device checks read, those its steps restore, those its seeds fill.
 
     Args:
         check_entries: The suite's validated `verify.device` entries.
         steps: Its validated `cleanup:` steps.
+        seeds: Its `preflight.seed` steps (seeded SMS and photos are removed after the run).
 
     Returns:
         The trackers, one per source.
@@ -107,6 +110,12 @@ def trackers_for(check_entries: Iterable[Mapping[str, Any]], steps: Iterable[Map
 
     def add(tracker: Tracker) -> None:
         found.setdefault(tracker.read.key, tracker)
+
+    for seed in seeds:
+        if isinstance(seed, SmsSeed):
+            add(rows_tracker("SMS", SMS_URI, root=True))
+        elif isinstance(seed, PhotoSeed):
+            add(rows_tracker("MediaStore images", IMAGES_URI))
 
     for entry in check_entries:
         kind = entry.get("kind")
@@ -174,14 +183,21 @@ def _numeric(value: str) -> tuple[int, str]:
 
 
 def _appop_mode(text: str, op: str) -> str:
-    """`cmd appops get PKG OP` -> the mode; an op nothing set reads `default` (as `No operations.`)."""
+    """`cmd appops get PKG OP` -> the mode in force; an op nothing set has its default mode.
+
+    That is the `Default mode: X` line AppOpsService prints after `No operations.`, else the op's
+    AOSP default. `default` (MODE_DEFAULT) is a mode of its own, not "untouched".
+    """
+    fallback = appops_kind.default_mode(op)
     for line in text.splitlines():
         line = line.strip()
         if line.startswith("Uid mode: "):
             line = line[len("Uid mode: "):]
         if line.startswith(f"{op}: "):
-            return line[len(op) + 2:].split(";", 1)[0].strip()
-    return "default"
+            return line[len(op) + 2:].split(";", 1)[0].split(" (", 1)[0].strip()
+        if line.startswith("Default mode: "):
+            fallback = line[len("Default mode: "):].strip()
+    return fallback
 
 
 # ----------------------------------------------------------------------------- undo
@@ -205,7 +221,10 @@ def undo_actions(tracker: Tracker, before: Any, after: Any) -> list[Action]:
         return _setting_actions(tracker.param("namespace"), before, after)
     if tracker.source == "appops-mode":
         op, mode = tracker.param("op"), tracker.param("mode")
-        actions = [Action(f"reset {op} of {package} (newly {mode})", sh("cmd", "appops", "set", package, op, "default"))
+        # Back to the op's own default mode (which drops the setting), never to MODE_DEFAULT.
+        default = appops_kind.default_mode(op)
+        actions = [Action(f"reset {op} of {package} (newly {mode}) to its default {default}",
+                          sh("cmd", "appops", "set", package, op, default))
                    for package in after if package not in before]
         actions += [Action(f"set {op} of {package} back to {mode}", sh("cmd", "appops", "set", package, op, mode))
                     for package in before if package not in after]

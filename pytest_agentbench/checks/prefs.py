@@ -10,6 +10,11 @@
   type: set                    # optional: the tag the value must be stored under
 ```
 
+A list that an app keeps as a count plus one key per item (DeskClock's world clocks:
+`number_of_cities` and `city_id_0`, `city_id_1`, ...) is read with `list: {count: number_of_cities,
+item: city_id_}`: the value is the list of the first `count` items, so a stale item key past the
+count (DeskClock never deletes them) does not count.
+
 Values keep Android's type tags (`boolean int long float string set`): `equals: true` does not
 match the string "true", as `SharedPreferences.getBoolean` would not.
 """
@@ -43,16 +48,29 @@ TAGS = ("boolean", "int", "long", "float", "string", "set")
 
 
 @dataclass(frozen=True)
+class ListKeys:
+    """A list kept as a count key plus one key per item: item i is `item` + i."""
+
+    count: str
+    item: str
+
+    def describe(self) -> str:
+        return f"the list {self.item}0..{self.item}N-1 (N = {self.count})"
+
+
+@dataclass(frozen=True)
 class Expectation:
-    """One key, what its value must satisfy, and optionally the tag it must be stored under."""
+    """One key (or an indexed list), what its value must satisfy, and optionally the tag it must be stored under."""
 
     key: str
     matcher: Matcher
     tag: str | None = None
+    items: ListKeys | None = None
 
     def describe(self) -> str:
         typed = f" (a <{self.tag}>)" if self.tag else ""
-        return f"{self.key} {self.matcher.describe()}{typed}"
+        subject = self.items.describe() if self.items else self.key
+        return f"{subject} {self.matcher.describe()}{typed}"
 
 
 @dataclass(frozen=True)
@@ -73,6 +91,9 @@ class Spec:
 
 def _expectation(entry: Mapping[str, Any]) -> Expectation:
     matcher_part = {key: value for key, value in entry.items() if key in MATCHER_KEYS}
+    if "list" in entry:
+        items = ListKeys(entry["list"]["count"], entry["list"]["item"])
+        return Expectation(items.count, parse_matcher(matcher_part), entry.get("type"), items)
     return Expectation(entry["key"], parse_matcher(matcher_part), entry.get("type"))
 
 
@@ -134,7 +155,20 @@ def snapshot(spec: Spec, device: DeviceReads) -> dict[str, Any]:
         return snapshot_error(f"{spec.path} is {exc}")
 
 
+def list_value(items: ListKeys, values: Mapping[str, Any]) -> list[Any] | None:
+    """The first `count` items of an indexed list (None when the count key is missing or not a number)."""
+    count = values.get(items.count)
+    if count is None or count["tag"] not in ("int", "long"):
+        return None
+    # No list holds more items than the file has keys: a corrupt count (2**31 - 1) costs nothing.
+    found = (values.get(f"{items.item}{index}") for index in range(max(0, min(int(count["value"]), len(values)))))
+    return [entry["value"] for entry in found if entry is not None]
+
+
 def _holds(expectation: Expectation, values: Mapping[str, Any], answer: str | None) -> bool:
+    if expectation.items is not None:
+        listed = list_value(expectation.items, values)
+        return expectation.matcher.test(listed is not None, listed, answer=answer)
     entry = values.get(expectation.key)
     if entry is None:
         return expectation.matcher.test(False)
@@ -145,6 +179,14 @@ def _holds(expectation: Expectation, values: Mapping[str, Any], answer: str | No
 
 
 def _seen(expectation: Expectation, values: Mapping[str, Any]) -> str:
+    if expectation.items is not None:
+        items, count = expectation.items, values.get(expectation.items.count)
+        if count is None:
+            return f"{items.count} is not in the file"
+        listed = list_value(items, values)
+        if listed is None:
+            return f"{items.count} is <{count['tag']}> {show(count['value'])}, not a count"
+        return f"{items.count} is {count['value']}; {items.item}0..: {show(listed)}"
     entry = values.get(expectation.key)
     if entry is None:
         return f"{expectation.key} is not in the file"

@@ -196,6 +196,10 @@ class PhoneDriver:
         """Send a VIEW intent for a URL."""
         return self.run(sh("am", "start", "-a", "android.intent.action.VIEW", "-d", url), check=False)
 
+    def read_log(self, tag: str | None) -> ShellResult:
+        """`logcat -d` (the buffer so far, then exit), only `tag`'s lines when given."""
+        return self.run(sh("logcat", "-d", "-v", "threadtime", *(("-s", tag) if tag else ())), check=False)
+
     def installed_packages(self) -> list[str]:
         """Every installed package name (used only to explain a failed launch)."""
         output = self.run(sh("pm", "list", "packages"), check=False).stdout

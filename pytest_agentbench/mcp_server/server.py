@@ -30,13 +30,28 @@ INSTRUCTIONS = (
     "This server drives an Android phone. Call observe to see the foreground app and a numbered list "
     "of the elements on screen (index, class, text, #id, state, @tap point). Act with tapOn (index from "
     "the latest list, or exact text, or id), inputText, swipeOn, pressButton, launchApp, terminateApp, "
-    "openLink and homeScreen. Every action answers with the new element list, or says the screen did "
+    "openLink and homeScreen; readLogs reads the device log. Every action answers with the new element list, or says the screen did "
     "not change, so you rarely need a separate observe. Check a switch's checked/unchecked state before "
     "tapping it: tapping a switch that is already on turns it off."
 )
 _PACKAGE = re.compile(r"[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)+")
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:\S+")
 _SHOWN_TEXTS = 25
+_LOG_TAG = re.compile(r"[A-Za-z0-9_.:-]+")
+#: The most log lines one readLogs answer carries (a whole log would flood the agent's context).
+MAX_LOG_LINES = 500
+
+
+def log_excerpt(text: str, *, contains: str, lines: int) -> str:
+    """The newest `lines` log lines that contain `contains` (ignoring case), or a sentence saying none did."""
+    needle = contains.casefold()
+    kept = [line for line in text.splitlines()
+            if line.strip() and not line.startswith("--------- beginning of") and needle in line.casefold()]
+    if not kept:
+        return f"no log line contains {contains!r}" if contains else "the log is empty"
+    shown = kept[-lines:]
+    more = f"({len(kept) - len(shown)} older matching lines not shown)\n" if len(kept) > len(shown) else ""
+    return more + "\n".join(shown)
 
 DeviceArg = Annotated[
     str, Field(description="Serial of the phone to act on (from listDevices); empty means the only or pinned phone")
@@ -415,6 +430,26 @@ def build_server(config: ServerConfig | None = None, *, adb: Adb | None = None) 
 
         return await changing_screen(device, open_url)
 
+    async def readLogs(
+        tag: Annotated[str, Field(description="Only lines of this log tag, e.g. ActivityManager; empty means every tag")] = "",
+        contains: Annotated[str, Field(description="Only lines that contain this text (ignoring case)")] = "",
+        lines: Annotated[int, Field(description=f"At most this many of the newest matching lines (1 to {MAX_LOG_LINES})")] = 100,
+        device: DeviceArg = "",
+    ) -> str:
+        """Read the device log (logcat): the newest lines, of one tag or containing a text if given."""
+        if tag and not _LOG_TAG.fullmatch(tag):
+            raise ToolError(f"'{tag}' is not a log tag; expected letters, digits and . _ : - (e.g. ActivityManager)")
+        if not 1 <= lines <= MAX_LOG_LINES:
+            raise ToolError(f"lines must be from 1 to {MAX_LOG_LINES}, got {lines}")
+
+        def read(driver: PhoneDriver) -> str:
+            result = driver.read_log(tag or None)
+            if result.exit_code != 0:
+                raise ToolError(f"logcat failed (exit {result.exit_code}): {' '.join(result.stdout.split())[-300:]}")
+            return log_excerpt(result.stdout, contains=contains, lines=lines)
+
+        return await on_phone(device, read)
+
     async def homeScreen(device: DeviceArg = "") -> str:
         """Go to the home screen (launcher)."""
 
@@ -425,6 +460,6 @@ def build_server(config: ServerConfig | None = None, *, adb: Adb | None = None) 
         return await changing_screen(device, go_home)
 
     for tool in (listDevices, observe, tapOn, inputText, swipeOn, pressButton, launchApp, terminateApp,
-                 openLink, homeScreen):
+                 openLink, homeScreen, readLogs):
         server.register(tool)
     return server

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from pytest_agentbench.checks import suite_checks
+from pytest_agentbench.checks import checks_of_suite
 from pytest_agentbench.run.invocation import InvocationOptions, build_invocation
+from pytest_agentbench.run.preflight import DEVICE_STAGING_DIR
+from pytest_agentbench.run.seed import plan_seeds
 from pytest_agentbench.servers import ServerProfile
 from pytest_agentbench.suite import Suite
 
@@ -50,10 +53,15 @@ def dry_run_text(suite: Suite, *, options: DryRunOptions, profile: ServerProfile
 
 def device_reads_text(suite: Suite) -> str:
     """The device commands the suite's checks and cleanup read, one batched round trip before and one after the run."""
-    checks = suite_checks(suite.verify.device, suite.cleanup)
+    checks = checks_of_suite(suite)
     if not checks.reads_device:
         return ""
-    lines = ["", f"device reads (one round trip before the agent, one after; {len(checks.checks)} device checks):"]
+    lines = [""]
+    if suite.preflight.seed:
+        plan = plan_seeds(suite.preflight.seed, staging_dir=DEVICE_STAGING_DIR, now_ms=int(time.time() * 1000))
+        lines.append(f"seeds (in the reset round trip, after a baseline read of the watched sources; {len(plan.files)} files pushed first):")
+        lines += [f"  {name}: {command.text}" for name, command in plan.steps]
+    lines.append(f"device reads (one round trip before the agent, one after; {len(checks.checks)} device checks):")
     before = {read.key for read in checks.before_reads()}
     for read in checks.after_reads():
         lines.append(f"  {'before+after' if read.key in before else 'after'}: {read.script.text}")

@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_agentbench.checks import suite_checks
+from pytest_agentbench.checks import checks_of_suite
 from pytest_agentbench.errors import AgentbenchError, AgentProcessError
 from pytest_agentbench.run.artifacts import PrivateDaemon, RunArtifacts, agent_workdir_parent, write_run_files
 from pytest_agentbench.run.cleanup import run_cleanup
@@ -64,7 +64,7 @@ def server_tools(cache: dict, invocation: Invocation) -> tuple[ToolClasses, str 
 
 
 def finish_device_work(device: ClaimedDevice, suite: Suite, artifacts: RunArtifacts,
-                       before: DeviceReads | None) -> tuple[PostRunState, dict | None]:
+                       before: DeviceReads | None, baseline: DeviceReads | None = None) -> tuple[PostRunState, dict | None]:
     """Post-run reads (screen + device checks, one round trip), then cleanup: what runs and prove items share.
 
     Args:
@@ -72,14 +72,16 @@ def finish_device_work(device: ClaimedDevice, suite: Suite, artifacts: RunArtifa
         suite: The suite.
         artifacts: The run's files.
         before: The before-snapshot reads from preflight (`PreflightResult.device_before`).
+        baseline: The watched sources as preflight read them before its reset and seeds
+            (`PreflightResult.device_baseline`): what cleanup puts back; `before` when None.
 
     Returns:
         The post-run state and the cleanup report (None when the suite has nothing to clean).
     """
-    checks = suite_checks(suite.verify.device, suite.cleanup)
+    checks = checks_of_suite(suite)
     state = read_post_run_state(device, suite, artifacts, checks.after_reads())
     skip = state.device_unavailable if state.device_after is None and checks.after_reads() else None
-    cleanup = run_cleanup(device.adb, device.serial, checks, before=before, after=state.device_after,
+    cleanup = run_cleanup(device.adb, device.serial, checks, before=baseline or before, after=state.device_after,
                           run_dir=artifacts.run_dir, skip_because=skip)
     return state, cleanup
 
@@ -178,7 +180,7 @@ def measure_run(
     ((_, server),) = invocation.mcp_config["mcpServers"].items()
     stop_run_daemons(device, daemon=profile.daemon, run_token=run_token, server_env={**invocation.env, **server["env"]},
                      private_dirs=daemon.dirs, log=artifacts.postrun_log)
-    state, cleanup = finish_device_work(device, suite, artifacts, prepared.device_before)
+    state, cleanup = finish_device_work(device, suite, artifacts, prepared.device_before, prepared.device_baseline)
     build = server_build(cache, profile=profile, claude=options.claude, environ=environ,
                          adb_endpoint=str(device.adb.endpoint), project_root=project_root)
     harness["postRunSeconds"] = _since(clock)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+import secrets
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -13,13 +14,14 @@ from typing import Mapping, Sequence
 from xml.sax.saxutils import escape, quoteattr
 
 from pytest_agentbench.checks.base import DeviceReads, Read
-from pytest_agentbench.checks.read import read_device, save_reads
+from pytest_agentbench.checks.read import batch_script, read_device, save_reads, split_batch, utc_now
 from pytest_agentbench.device.adb import Adb
 from pytest_agentbench.device.capture import ScreenCapture, capture_screen, capture_script, hierarchy_of, split_capture
 from pytest_agentbench.device.shellscript import Script, quote, sh
 from pytest_agentbench.device.uiautomator import app_texts, missing_texts, parse_hierarchy
 from pytest_agentbench.errors import DeviceUnavailable, PreflightError
 from pytest_agentbench.run.fingerprints import device_fingerprint_script, parse_app_build, parse_device_fingerprint
+from pytest_agentbench.run.seed import plan_seeds
 from pytest_agentbench.suite import AppSpec, PrefValue, PreflightSpec
 
 #: Where staged files go on the device; world-readable so `run-as` (the app's uid) can copy them.
@@ -55,6 +57,9 @@ class PreflightResult:
     device_fingerprint: Mapping[str, str] = field(default_factory=dict)
     #: The device checks' before-snapshot reads (None when the suite needs none), saved as device-before.json.
     device_before: DeviceReads | None = None
+    #: The watched sources read before preflight reset and seeded anything (cleanup puts them back to this),
+    #: saved as device-baseline.json; None when the suite watches nothing.
+    device_baseline: DeviceReads | None = None
 
 
 # ----------------------------------------------------------------------------- pure parts
@@ -141,13 +146,15 @@ def launch_command(package: str, launch_uri: str | None) -> Script:
     return sh("monkey", "-p", package, "-c", "android.intent.category.LAUNCHER", "1").quiet()
 
 
-def build_reset_script(app: AppSpec, preflight: PreflightSpec, staged_prefs: Mapping[str, str]) -> Script:
-    """The one batched script: app build, force-stop, clear, seed preferences, open the start screen.
+def build_reset_script(app: AppSpec, preflight: PreflightSpec, staged_prefs: Mapping[str, str],
+                       seed_steps: Sequence[tuple[str, Script]] = ()) -> Script:
+    """The one batched script: app build, force-stop, clear, seed preferences and the device, open the start screen.
 
     Args:
         app: The suite's app.
         preflight: The suite's preflight settings.
         staged_prefs: Preference file name (`onboarding_prefs.xml`) -> its staged device path.
+        seed_steps: The suite's seeds as (step name, command), from `run.seed.plan_seeds`.
 
     Returns:
         A script whose steps are chained with `&&`, each bracketed by step markers.
@@ -162,20 +169,22 @@ def build_reset_script(app: AppSpec, preflight: PreflightSpec, staged_prefs: Map
         steps.append(_step("clear", sh("pm", "clear", package)))
     for file_name, staged in staged_prefs.items():
         steps.append(_step(f"prefs {file_name}", _write_prefs_command(package, file_name, staged)))
+    steps += [_step(name, command) for name, command in seed_steps]
     steps.append(_step("launch", launch_command(package, preflight.launch_uri)))
     return Script.join(steps, "&&")
 
 
-def gated(script: Script) -> Script:
+def gated(script: Script, *, before: Script | None = None) -> Script:
     """Read the device (fingerprint, foreground user), then run `script` only for the primary user: one round trip.
 
     The fingerprint is read on every run because a run may rotate the screen or change a
     setting; the user check comes before anything is changed, because preference seeding with
-    run-as targets user 0 while a launch targets the current user.
+    run-as targets user 0 while a launch targets the current user. `before` (the baseline reads
+    of the sources cleanup watches) runs after the read and before anything is changed.
     """
     read = Script.join([device_fingerprint_script(), sh("echo", _USER_MARK), sh("am", "get-current-user"), sh("echo", _READ_END)], ";")
     primary_user = Script.join([sh("am", "get-current-user"), sh("grep", "-q", "^0$")], "|")
-    return Script.join([read, Script.join([primary_user, script], "&&")], ";")
+    return Script.join([read, *([before] if before is not None else []), Script.join([primary_user, script], "&&")], ";")
 
 
 def split_device_read(serial: str, output: str) -> tuple[dict[str, str], str]:
@@ -207,13 +216,18 @@ def run_preflight(
     run_dir: Path,
     sleep=time.sleep,
     device_reads: Sequence[Read] = (),
+    baseline_reads: Sequence[Read] = (),
+    now_ms: int | None = None,
 ) -> PreflightResult:
     """Put the device and app into the suite's start state; nothing here is measured.
 
     Writes `preflight.log`, `preflight/` (staged preference files), and the start screen
     (`start-screen.xml`, `start-screen.png`) under `run_dir`. With `app.apk_path`, installs the APK and checks the installed base APK's SHA-256.
     With `device_reads`, the device checks' before-snapshot is read in the start screen's round
-    trip and saved as `device-before.json`.
+    trip and saved as `device-before.json`. With `baseline_reads` (the sources cleanup watches),
+    they are read in the reset round trip before anything is reset or seeded, and saved as
+    `device-baseline.json`: cleanup puts the phone back to that read. The suite's `seed` steps
+    run in the reset round trip after the app's data is cleared (their files pushed first).
 
     Args:
         adb: The device layer.
@@ -223,6 +237,8 @@ def run_preflight(
         run_dir: The run directory.
         sleep: Waits `settleSeconds` (injected by tests).
         device_reads: What the device checks and cleanup read before the agent starts.
+        baseline_reads: What cleanup compares with, read before the reset and the seeds.
+        now_ms: The host clock for seeded SMS dates (injected by tests).
 
     Returns:
         The device fingerprint and app build read this run, and the round trips spent.
@@ -253,16 +269,31 @@ def run_preflight(
     for file_name, remote in staged.items():
         adb.push(serial, (stage_dir / file_name).read_bytes(), remote, mode=0o644)
         log.write(f"staged {file_name} -> {remote}")
+    seeds = plan_seeds(preflight.seed, staging_dir=DEVICE_STAGING_DIR,
+                       now_ms=now_ms if now_ms is not None else int(time.time() * 1000))
+    for remote, data in seeds.files:
+        adb.push(serial, data, remote, mode=0o644)
+        log.write(f"staged a seed file ({len(data)} bytes) -> {remote}")
 
-    script = build_reset_script(app, preflight, staged)
+    script = build_reset_script(app, preflight, staged, seeds.steps)
+    nonce = secrets.token_hex(6)
+    baseline_batch = batch_script(baseline_reads, nonce) if baseline_reads else None
+    read_at = utc_now().strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     if fingerprint is None:
-        script = gated(script)
+        script = gated(script, before=baseline_batch)
+    elif baseline_batch is not None:
+        script = Script.join([baseline_batch, script], ";")
     log.write(f"$ {script.text}")
     result = adb.shell(serial, script, check=False, timeout_s=60)
     output = result.stdout
     if fingerprint is None:
         fingerprint, output = split_device_read(serial, output)
     log.write(f"device fingerprint: {fingerprint}")
+    baseline = None
+    if baseline_reads:
+        baseline = DeviceReads(split_batch(output, baseline_reads, nonce), read_at)
+        path = save_reads(baseline, run_dir, "baseline")
+        log.write(f"device baseline (before reset and seeds): {len(baseline.reads)} reads -> {path.name}")
     steps = _split_steps(output)
     for name, output, finished in steps:
         shown = output if name != "app-build" else _app_build_lines(output)
@@ -309,7 +340,7 @@ def run_preflight(
     trips = adb.round_trips - trips_before
     log.write(f"preflight done in {trips} adb round trips")
     return PreflightResult(app_build=build, round_trips=trips, start_screen_texts=texts, device_fingerprint=fingerprint,
-                           device_before=before)
+                           device_before=before, device_baseline=baseline)
 
 
 def _saved_before(reads: DeviceReads, run_dir: Path, log: PreflightLog) -> DeviceReads:
@@ -346,6 +377,8 @@ def _remedy(step: str, package: str) -> str:
         return f" (is {package} installed?)"
     if step.startswith("prefs"):
         return f" (seeding preferences needs a debuggable build of {package} for run-as)"
+    if step.startswith("seed"):
+        return " (seeding SMS needs root: `su` on a userdebug or eng image; a photo needs /sdcard and the media scanner)"
     return ""
 
 

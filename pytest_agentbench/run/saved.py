@@ -15,16 +15,28 @@ from pytest_agentbench.suite import load_suite
 from pytest_agentbench.suite.instance import instantiate
 
 
-def resolve_result_path(path: Path) -> Path:
-    """A run directory or a result.json -> the result.json path.
+def resolve_result_paths(path: Path) -> list[Path]:
+    """A run directory, a result.json, or a directory of runs (a session's output) -> result.json paths.
+
+    A directory without its own result.json stands for every run below it, in path order (the
+    output layout `<suite>/<timestamp>-<id>/` sorts by suite, then by start time). Documents an
+    earlier re-render wrote (under `rerendered/`) are left out: they point at the runs they
+    re-audited and hold no transcript of their own.
 
     Raises:
-        SavedRunError: Neither exists.
+        SavedRunError: No result.json there or below.
     """
-    candidate = path / "result.json" if path.is_dir() else path
-    if not candidate.is_file():
-        raise SavedRunError(f"{path}: no result.json here; pass a run directory or its result.json")
-    return candidate
+    if path.is_dir():
+        if (path / "result.json").is_file():
+            return [path / "result.json"]
+        below = sorted(found for found in path.rglob("result.json")
+                       if found.is_file() and "rerendered" not in found.relative_to(path).parts)
+        if below:
+            return below
+    elif path.is_file():
+        return [path]
+    raise SavedRunError(f"{path}: no result.json here or below; pass a run directory, its result.json, "
+                        "or a session's output directory")
 
 
 def read_saved_result(result_path: Path) -> dict[str, Any]:

@@ -24,7 +24,7 @@ class DatabaseError(Exception):
 
 @contextlib.contextmanager
 def open_db(fs: SimFileSystem, path: str, schema: Callable[[sqlite3.Connection], None], *,
-            create: bool = True) -> Iterator[sqlite3.Connection]:
+            create: bool = True, recreate_corrupt: bool = False) -> Iterator[sqlite3.Connection]:
     """Open the database at `path` (creating it with `schema` when missing); write it back if anything changed.
 
     Args:
@@ -33,6 +33,8 @@ def open_db(fs: SimFileSystem, path: str, schema: Callable[[sqlite3.Connection],
         schema: Creates the tables of a new database; also run on an existing one, so it must use
             `CREATE ... IF NOT EXISTS` (that is how an app upgrades its database on open).
         create: When False, a missing file raises FileNotFoundError instead of being created.
+        recreate_corrupt: What an app's SQLiteOpenHelper does (DefaultDatabaseErrorHandler): a file
+            that is not a database is deleted and a new, empty one created in its place.
 
     Raises:
         DatabaseError: The file exists but is not a readable SQLite database.
@@ -47,7 +49,12 @@ def open_db(fs: SimFileSystem, path: str, schema: Callable[[sqlite3.Connection],
                     connection.deserialize(data)
                     connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
                 except sqlite3.DatabaseError as error:
-                    raise DatabaseError(f"{path}: {error}") from error
+                    if not recreate_corrupt:
+                        raise DatabaseError(f"{path}: {error}") from error
+                    connection.close()
+                    connection = sqlite3.connect(":memory:", isolation_level=None)
+                    connection.row_factory = sqlite3.Row
+                    fs.remove(path)
         elif not create:
             raise FileNotFoundError(2, "No such file or directory", path)
         created = not fs.exists(path)

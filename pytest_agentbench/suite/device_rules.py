@@ -10,6 +10,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from pytest_agentbench.suite.capture import capture_problems
+
 MATCHER_KEYS = ("equals", "contains", "matches", "digits", "exists", "inAnswer")
 #: Phone numbers compare by their last digits; fewer than this many would match almost anything.
 MIN_PHONE_DIGITS = 4
@@ -42,19 +44,36 @@ def _one_matcher(where: str, entry: Mapping[str, Any], subject: str) -> list[str
     return matcher_problems(where, entry)
 
 
-def _alternatives(where: str, entry: Mapping[str, Any], subject: str) -> list[str]:
-    """`key`/`path` with one matcher, or `anyOf` of such, never both."""
+def _subject_problems(where: str, entry: Mapping[str, Any], subjects: tuple[str, ...]) -> list[str]:
+    """Exactly one of the subjects (`key` or `list` of a preference; `path` of a JSON file)."""
+    given = [subject for subject in subjects if subject in entry]
+    if len(given) > 1:
+        return [f"{where}: expected one of {' or '.join(subjects)}, got both"]
+    if not given:
+        wanted = " (or ".join(subjects) + ")" * (len(subjects) - 1)
+        return [f"{where}.{subjects[0]}: required key is missing (expected {wanted})"]
+    return []
+
+
+def _alternatives(where: str, entry: Mapping[str, Any], *subjects: str) -> list[str]:
+    """`key`/`list`/`path` with one matcher, or `anyOf` of such, never both."""
     if "anyOf" in entry:
-        extra = [key for key in (subject, "type", *MATCHER_KEYS) if key in entry]
+        extra = [key for key in (*subjects, "type", *MATCHER_KEYS) if key in entry]
         if extra:
+            subject = next((key for key in subjects if key in entry), subjects[0])
             return [f"{where}: expected either anyOf or {subject} with a matcher, got both (anyOf and {', '.join(extra)})"]
         problems = []
         for index, item in enumerate(entry["anyOf"]):
-            problems += _one_matcher(f"{where}.anyOf[{index}]", item, subject)
+            at = f"{where}.anyOf[{index}]"
+            problems += _subject_problems(at, item, subjects) or _one_matcher(at, item, _given(item, subjects))
         return problems
-    if subject not in entry:
-        return [f"{where}.{subject}: required key is missing (or give anyOf: a list of {{{subject}, matcher}})"]
-    return _one_matcher(where, entry, subject)
+    if not any(candidate in entry for candidate in subjects):
+        return [f"{where}.{subjects[0]}: required key is missing (or give anyOf: a list of {{{subjects[0]}, matcher}})"]
+    return _subject_problems(where, entry, subjects) or _one_matcher(where, entry, _given(entry, subjects))
+
+
+def _given(entry: Mapping[str, Any], subjects: tuple[str, ...]) -> str:
+    return next(subject for subject in subjects if subject in entry)
 
 
 def _mentions(value: Any, key: str) -> bool:
@@ -70,7 +89,11 @@ def _check_problems(where: str, entry: Mapping[str, Any]) -> list[str]:
     if kind != "content" and _mentions(entry, "fromPrefs"):
         return [f"{where}: fromPrefs (an operand read from the device) works in a content check's match only, not in {kind}"]
     if kind == "sharedPreferences":
-        return _alternatives(where, entry, "key")
+        # A list's items are compared as read; a stored-type constraint applies to a single key only.
+        typed_lists = [f"{where}{at}: type applies to a key, not to a list (its items are compared as read)"
+                       for at, item in [("", entry), *((f".anyOf[{i}]", x) for i, x in enumerate(entry.get("anyOf") or ()))]
+                       if isinstance(item, Mapping) and "list" in item and "type" in item]
+        return typed_lists or _alternatives(where, entry, "key", "list")
     if kind == "jsonFile":
         return _alternatives(where, entry, "path")
     if kind == "sqlite":
@@ -120,12 +143,18 @@ def _check_problems(where: str, entry: Mapping[str, Any]) -> list[str]:
 def _steps_problems(where: str, steps: list[Any]) -> list[str]:
     problems = []
     for index, step in enumerate(steps):
-        kinds = [key for key in ("tool", "adb", "wait") if key in step]
+        kinds = [key for key in ("tool", "adb", "seed", "wait") if key in step]
         at = f"{where}[{index}]"
         if len(kinds) != 1:
-            problems.append(f"{at}: expected exactly one of tool, adb or wait, got {', '.join(kinds) or 'none'}")
+            problems.append(f"{at}: expected exactly one of tool, adb, seed or wait, got {', '.join(kinds) or 'none'}")
         elif kinds != ["tool"] and ("args" in step or "expect_error" in step):
             problems.append(f"{at}: args and expect_error belong to a tool step, not to {kinds[0]}")
+        elif kinds[0] in ("seed", "wait") and "capture" in step:
+            problems.append(f"{at}: capture keeps a value from a tool or adb step's output, not from {kinds[0]}")
+        capture = step.get("capture")
+        if isinstance(capture, Mapping) and isinstance(capture.get("pattern"), str):
+            # The schema checks the shape; only the regular expression is left to compile.
+            problems += [problem for problem in capture_problems(capture, f"{at}.capture") if ".capture.pattern:" in problem]
     return problems
 
 

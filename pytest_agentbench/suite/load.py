@@ -21,6 +21,7 @@ from jsonschema.exceptions import ValidationError
 from pytest_agentbench.errors import SuiteError
 from pytest_agentbench.suite.device_rules import device_problems
 from pytest_agentbench.suite import params
+from pytest_agentbench.suite.seed import SeedStep, parse_seeds, seed_problems
 
 if TYPE_CHECKING:
     from pytest_agentbench.suite.instance import Instance
@@ -56,6 +57,8 @@ class PreflightSpec:
     launch_uri: str | None
     settle_seconds: float
     start_screen_includes: tuple[str, ...]
+    #: What the host puts on the phone before the run (`preflight.seed`), in order.
+    seed: tuple[SeedStep, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -320,7 +323,12 @@ def _code_rules(path: Path, data: dict, rootdir: Path, problems: list[str]) -> t
     if isinstance(data.get("prompt"), str) and data["prompt"]:
         prompt_path, prompt_text = _read_prompt(path, data["prompt"], problems, declared)
     # Unknown {placeholders} anywhere params would fill them: a typo must not reach a device check.
-    problems += params.placeholder_problems(fillable(data), declared, where="")
+    # A prove scenario may also use the run-time {device} and the values its steps capture.
+    parts = fillable(data)
+    prove = parts.pop("prove", None)
+    problems += params.placeholder_problems(parts, declared, where="")
+    if isinstance(prove, dict):
+        problems += _prove_placeholder_problems(prove, declared)
     app = data.get("app")
     if isinstance(app, dict) and isinstance(app.get("apkPath"), str) and Path(app["apkPath"]).is_absolute():
         problems.append(f"app.apkPath: expected a path relative to the rootdir ({rootdir}), got absolute {app['apkPath']!r}")
@@ -331,8 +339,30 @@ def _code_rules(path: Path, data: dict, rootdir: Path, problems: list[str]) -> t
             if isinstance(values, dict):
                 for key, value in values.items():
                     problems += _pref_value_problems(f"preflight.sharedPreferences.{file_name}.{key}", value)
+    if isinstance(preflight, dict):
+        problems += seed_problems(preflight.get("seed"))
     problems += device_problems(data)
     return prompt_path, prompt_text
+
+
+def _prove_placeholder_problems(prove: Mapping[str, Any], declared: Mapping[str, Any]) -> list[str]:
+    """Unknown placeholders in a prove block: each scenario may use {device}, {packageName} and what its steps captured."""
+    problems: list[str] = []
+    scenarios = [("prove.pass", prove.get("pass"))]
+    scenarios += [(f"prove.fail[{index}]", scenario) for index, scenario in enumerate(prove.get("fail") or [])]
+    for where, scenario in scenarios:
+        if not isinstance(scenario, Mapping):
+            continue
+        steps = scenario.get("steps") if isinstance(scenario.get("steps"), list) else []
+        captured = tuple(step["capture"]["name"] for step in steps
+                         if isinstance(step, Mapping) and isinstance(step.get("capture"), Mapping)
+                         and isinstance(step["capture"].get("name"), str))
+        # What prove's player fills: the claimed serial, the app's package, the captures; not the
+        # run-time {deviceSerial} or {runDirectory}, which would reach the device as literal text.
+        keep = ("device", "packageName", *captured)
+        problems += params.placeholder_problems({key: value for key, value in scenario.items() if key != "name"},
+                                                declared, where=where, keep=keep)
+    return problems
 
 
 def _parse_yaml(path: Path, problems: list[str]) -> tuple[Any, int]:
@@ -410,6 +440,7 @@ def preflight_spec(preflight: Mapping[str, Any]) -> PreflightSpec:
         launch_uri=preflight.get("launchUri"),
         settle_seconds=float(preflight.get("settleSeconds", 2)),
         start_screen_includes=tuple(preflight.get("startScreenIncludes", ())),
+        seed=parse_seeds(preflight.get("seed")),
     )
 
 

@@ -64,7 +64,8 @@ def pass_rate_chart(points: Sequence[SuitePoint], *, level: str = "95%") -> str 
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" id="pass-rate-chart" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" role="img" aria-label="Pass rate per suite with {escape(level)} intervals">',
-        _text(left, 16, f"pass rate per suite ({level} Wilson interval; incomplete runs not counted)", css="caption"),
+        # Starts at the plot's left edge with room for about 60 characters before the SVG's right edge.
+        _text(left, 16, f"pass rate, {level} Wilson interval (incomplete not counted)", css="caption"),
     ]
     for tick in (0, 0.25, 0.5, 0.75, 1.0):
         x = left + plot * tick
@@ -144,22 +145,35 @@ def cost_chart(points: Sequence[SuitePoint]) -> str | None:
         x = left + plot_w * tick
         parts.append(f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{top + plot_h}" class="grid"/>')
         parts.append(_text(x, top + plot_h + 18, _money(x_max * tick), anchor="middle", css="tick"))
-    placed: list[tuple[float, float]] = []
+    # Suites on the same dot (same cost and rate, common when nothing costs money) share one label,
+    # "13 suites", with every name in its tooltip: stacked names would run off the plot.
+    dots: dict[tuple[int, int], list[SuitePoint]] = {}
     for point in shown:
         x = left + plot_w * (point.cost or 0.0) / x_max
         y = top + plot_h * (1 - (point.rate or 0.0))
-        # Suites with the same cost and rate sit on one dot: stack their names instead of overprinting.
+        dots.setdefault((round(x), round(y)), []).append(point)
+    placed: list[tuple[float, float]] = []
+    for (x, y), group in dots.items():
+        # Nearby dots still get their labels moved apart.
         label_y = y - 6
         while any(abs(label_y - py) < 13 and abs(x - px) < 110 for px, py in placed):
             label_y += 13
         placed.append((x, label_y))
-        parts.append(f'<g class="suite" data-suite="{escape(point.suite)}"><title>{escape(point.suite)}: '
-                     f'{escape(_money(point.cost or 0.0))} per run, {escape(_label(point))}</title>')
-        if point.low is not None and point.high is not None:
-            y1, y2 = top + plot_h * (1 - point.low), top + plot_h * (1 - point.high)
-            parts.append(f'<line x1="{x:.1f}" y1="{y1:.1f}" x2="{x:.1f}" y2="{y2:.1f}" class="whisker"/>')
+        names = ", ".join(point.suite for point in group)
+        parts.append(f'<g class="dot-group" data-suites="{escape(names)}"><title>'
+                     + escape("; ".join(f"{p.suite}: {_money(p.cost or 0.0)} per run, {_label(p)}" for p in group))
+                     + "</title>")
+        for point in group:
+            parts.append(f'<g class="suite" data-suite="{escape(point.suite)}">')
+            if point.low is not None and point.high is not None:
+                y1, y2 = top + plot_h * (1 - point.low), top + plot_h * (1 - point.high)
+                parts.append(f'<line x1="{x:.1f}" y1="{y1:.1f}" x2="{x:.1f}" y2="{y2:.1f}" class="whisker"/>')
+            parts.append("</g>")
         parts.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="5" class="dot"/>')
-        name = point.suite if len(point.suite) <= 20 else point.suite[:19] + "…"
+        if len(group) == 1:
+            name = group[0].suite if len(group[0].suite) <= 20 else group[0].suite[:19] + "…"
+        else:
+            name = f"{len(group)} suites"
         parts.append(_text(x + 8, label_y, name, css="value"))
         parts.append("</g>")
     parts.append("</svg>")

@@ -3,7 +3,8 @@
 As the default SMS app, Messages copies every SMS thread of the telephony provider into
 `databases/bugle_db` (on start and whenever SMS change). A conversation's archive state is its
 `archive_status` column (0 inbox, 1 archived); a pin is a row of the separate `conversation_pins`
-table (at most 3 pins, as the app allows). A conversation whose SMS thread is gone is removed
+table (at most 3 pins, as the app allows). A bugle_db that is not a database any more is deleted
+and rebuilt from SMS when the app next opens it (SQLiteOpenHelper's DefaultDatabaseErrorHandler). A conversation whose SMS thread is gone is removed
 with its pin; `pm clear` drops the database, which is rebuilt from SMS with nothing pinned or archived.
 """
 
@@ -88,7 +89,7 @@ class MessagesApp(App):
             sync_from_telephony(phone)
 
     def derived(self, ctx: AppContext) -> dict[str, object]:
-        with open_db(ctx.phone.fs, ctx.private_path(DB), schema) as db:
+        with open_db(ctx.phone.fs, ctx.private_path(DB), schema, recreate_corrupt=True) as db:
             rows = db.execute("SELECT c._id, c.name, c.snippet_text, c.archive_status, p.sort_order IS NOT NULL "
                               "FROM conversations c LEFT JOIN conversation_pins p ON p.conversation_id = c._id "
                               "ORDER BY p.sort_order IS NULL, p.sort_order, c.sort_timestamp DESC").fetchall()
@@ -115,7 +116,7 @@ class MessagesApp(App):
         ctx.navigate("conversation")
 
     def tap_pin(self, ctx: AppContext, arg: str) -> None:
-        with open_db(ctx.phone.fs, ctx.private_path(DB), schema) as db:
+        with open_db(ctx.phone.fs, ctx.private_path(DB), schema, recreate_corrupt=True) as db:
             (count,) = db.execute("SELECT count(*) FROM conversation_pins").fetchone()
             if count >= MAX_PINS:
                 ctx.state["pin_error"] = f"You can pin up to {MAX_PINS} conversations"
@@ -125,7 +126,7 @@ class MessagesApp(App):
                        "VALUES (?, ?, ?)", (ctx.state["conversation"], int(time.time() * 1000), order))
 
     def tap_unpin(self, ctx: AppContext, arg: str) -> None:
-        with open_db(ctx.phone.fs, ctx.private_path(DB), schema) as db:
+        with open_db(ctx.phone.fs, ctx.private_path(DB), schema, recreate_corrupt=True) as db:
             db.execute("DELETE FROM conversation_pins WHERE conversation_id = ?", (ctx.state["conversation"],))
         ctx.state["pin_error"] = ""
 
@@ -138,7 +139,7 @@ class MessagesApp(App):
         self._set_archive(ctx, UNARCHIVED)
 
     def _set_archive(self, ctx: AppContext, status: int) -> None:
-        with open_db(ctx.phone.fs, ctx.private_path(DB), schema) as db:
+        with open_db(ctx.phone.fs, ctx.private_path(DB), schema, recreate_corrupt=True) as db:
             db.execute("UPDATE conversations SET archive_status = ? WHERE _id = ?", (status, ctx.state["conversation"]))
 
 
@@ -152,7 +153,7 @@ def sync_from_telephony(phone) -> None:  # noqa: ANN001 - the Phone
         messages = sms.execute("SELECT _id, thread_id, address, body, date, type, read FROM sms ORDER BY _id").fetchall()
     names = _contact_names(phone)
     path = f"{phone.fs.private_dir(PACKAGE)}/{DB}"
-    with open_db(phone.fs, path, schema) as db:
+    with open_db(phone.fs, path, schema, recreate_corrupt=True) as db:
         known = {thread: conv for conv, thread in db.execute("SELECT _id, sms_thread_id FROM conversations").fetchall()}
         for thread, conv in known.items():
             if thread not in addresses:

@@ -97,11 +97,21 @@ class AppOpsTable:
         return entry.mode if entry is not None else default_mode(op)
 
     def set_mode(self, package: str, op: str, mode: int) -> None:
+        """Set a package mode; setting the op's default mode drops the setting, as Android 14 does.
+
+        AppOpsCheckingServiceImpl.setPackageMode deletes a package mode equal to the op's default
+        (so `get` says `No operations.` again), while an op the app used keeps its access record.
+        MODE_DEFAULT (`default`) is a mode of its own, not the op's default: it is kept.
+        """
         entries = self.packages.setdefault(package, {})
         if op in entries:
             entries[op].mode = mode
         else:
             entries[op] = OpEntry(mode)
+        if mode == default_mode(op) and entries[op].last_access is None:
+            del entries[op]
+            if not entries:
+                del self.packages[package]
 
     def set_uid_mode(self, uid: int, op: str, mode: int) -> None:
         self.uids.setdefault(uid, {})[op] = mode
