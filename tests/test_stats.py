@@ -19,6 +19,7 @@ from scipy import special
 from scipy import stats as sp
 
 from pytest_agentbench.report.stats import (
+    FLOORED,
     METRICS,
     Comparison,
     Interval,
@@ -373,9 +374,24 @@ def test_session_line_leaves_out_suites_without_a_judged_run_and_says_so():
     assert session_stats([]).interval is None
 
 
-def test_session_line_with_equal_rates_has_a_zero_width_interval():
-    session = session_stats([suite_stats(name, outcomes(5, 5)) for name in "abcd"])
-    assert (session.interval.low, session.interval.high) == (0.5, 0.5)
+@pytest.mark.parametrize(("counts", "pooled"), [((5, 5), (20, 40)), ((1, 0), (13, 13)), ((3, 0), (12, 12))],
+                         ids=["all-50-percent", "thirteen-suites-one-pass-each", "all-pass"])
+def test_suites_that_agree_get_the_pooled_wilson_interval_not_a_zero_width_one(counts, pooled):
+    # The clustered interval measures how much suites differ; when they agree it would be [r, r].
+    names = [f"s{i}" for i in range(pooled[1] // sum(counts))]
+    session = session_stats([suite_stats(name, outcomes(*counts)) for name in names])
+    low, high = sp.binomtest(*pooled).proportion_ci(0.95, method="wilson")
+    assert (session.interval.low, session.interval.high) == pytest.approx((low, high))
+    assert session.interval.method == FLOORED and session.degrees_of_freedom == len(names) - 1
+    assert "widened to the pooled runs' Wilson interval" in format_session(session)
+    assert session.interval.high - session.interval.low > 0.2
+
+
+def test_the_pooled_floor_leaves_a_wider_clustered_interval_alone():
+    counts = [(7, 3, 0), (6, 4, 0), (5, 5, 2), (8, 2, 0), (6, 4, 0)]
+    session = session_stats([suite_stats(f"s{i}", outcomes(*c)) for i, c in enumerate(counts)])
+    low, high = sp.binomtest(32, 50).proportion_ci(0.95, method="wilson")
+    assert session.interval.method == "clustered-t" and session.interval.low <= low and session.interval.high >= high
 
 
 # ---------------------------------------------------------------------------------------------
@@ -665,6 +681,18 @@ def test_compare_sessions_per_suite_overall_and_clustered():
     assert (result.mean_difference_interval.low, result.mean_difference_interval.high) == pytest.approx(
         (max(-1, differences.mean() - half), min(1, differences.mean() + half))
     )
+
+
+def test_a_mean_difference_of_suites_that_agree_gets_the_pooled_interval_not_a_zero_width_one():
+    # Every suite moves from 2/4 to 4/4: the per-suite differences agree, their clustered interval is [50, 50].
+    a = {name: outcomes(2, 2) for name in ("s1", "s2", "s3")}
+    b = {name: outcomes(4, 0) for name in ("s1", "s2", "s3")}
+    result = compare_sessions(a, b)
+    assert result.mean_difference == pytest.approx(0.5)
+    interval = result.mean_difference_interval
+    assert interval.method == FLOORED
+    assert (interval.low, interval.high) == pytest.approx((result.overall.interval.low, result.overall.interval.high))
+    assert interval.low < 0.5 < interval.high
 
 
 def test_compare_sessions_with_one_unpaired_suite_pools_unpaired():

@@ -20,6 +20,7 @@ from pytest_agentbench.report.aggregate import Unrecorded, outcomes_by_suite
 from pytest_agentbench.report.document import FINGERPRINT_KEYS
 from pytest_agentbench.report.stats import (
     DEFAULT_LEVEL,
+    FLOORED,
     Comparison,
     SessionComparison,
     comparison_lines,
@@ -145,8 +146,9 @@ def render_comparison(report: ABReport, *, width: int = 80) -> str:
     if comparison.mean_difference is not None:
         if comparison.mean_difference_interval is not None:
             interval = comparison.mean_difference_interval
+            widened = ", widened to the pooled runs' interval" if interval.method == FLOORED else ""
             shown = (f"{points(comparison.mean_difference)} points ({interval.level * 100:g}% CI {points(interval.low)} "
-                     f"to {points(interval.high)}, clustered by suite, {len(comparison.suites)} suites)")
+                     f"to {points(interval.high)}, clustered by suite, {len(comparison.suites)} suites{widened})")
         else:
             shown = f"{points(comparison.mean_difference)} points (one suite: no clustered interval)"
         lines.append(fit(f"  mean of the per-suite differences: {shown}", width))

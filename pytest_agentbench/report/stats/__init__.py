@@ -24,7 +24,9 @@ from pytest_agentbench.report.stats.compare import (
 from pytest_agentbench.report.stats.exact import fisher_exact_p, mcnemar_exact_p
 from pytest_agentbench.report.stats.intervals import (
     DEFAULT_LEVEL,
+    FLOORED,
     Interval,
+    at_least,
     check_level,
     newcombe_interval,
     paired_newcombe_interval,
@@ -69,6 +71,7 @@ __all__ = [
     "DEFAULT_ALPHA",
     "DEFAULT_LEVEL",
     "DEFAULT_POWER",
+    "FLOORED",
     "METRICS",
     "METRIC_LABELS",
     "STATUSES",
@@ -81,6 +84,7 @@ __all__ = [
     "SessionStats",
     "Status",
     "SuiteStats",
+    "at_least",
     "check_level",
     "compare",
     "compare_sessions",

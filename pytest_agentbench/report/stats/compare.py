@@ -18,6 +18,7 @@ from pytest_agentbench.report.stats.exact import fisher_exact_p, mcnemar_exact_p
 from pytest_agentbench.report.stats.intervals import (
     DEFAULT_LEVEL,
     Interval,
+    at_least,
     check_level,
     newcombe_interval,
     paired_newcombe_interval,
@@ -372,7 +373,8 @@ def compare_sessions(
         m = len(differences)
         spread = math.sqrt(math.fsum((d - mean) ** 2 for d in differences) / (m - 1))
         half = t_quantile(1 - (1 - level) / 2, m - 1) * spread / math.sqrt(m)
-        interval = Interval(max(-1.0, mean - half), min(1.0, mean + half), float(level), "clustered-t")
+        interval = at_least(Interval(max(-1.0, mean - half), min(1.0, mean + half), float(level), "clustered-t"),
+                            overall.interval)
     return SessionComparison(
         suites=per_suite,
         overall=overall,

@@ -27,6 +27,23 @@ class Interval:
         return self.low <= value <= self.high
 
 
+#: The method of a clustered interval widened to the pooled runs' own interval (see at_least).
+FLOORED = "clustered-t, at least pooled"
+
+
+def at_least(clustered: Interval, pooled: Interval | None) -> Interval:
+    """A suite-clustered interval, widened where needed to cover the interval of the pooled runs.
+
+    The clustered interval's width comes only from how much suites differ: when they agree (every
+    suite 100%, or every difference +20 points) it is zero wide, although each suite's rate rests
+    on a few runs. The pooled runs' interval (which treats runs as independent, the least
+    uncertainty the runs allow) is the floor; the method says when it was used.
+    """
+    if pooled is None or (clustered.low <= pooled.low and clustered.high >= pooled.high):
+        return clustered
+    return Interval(min(clustered.low, pooled.low), max(clustered.high, pooled.high), clustered.level, FLOORED)
+
+
 def check_level(level: float) -> float:
     """Validate a confidence level and return it as a float.
 

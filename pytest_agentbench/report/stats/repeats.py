@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pytest_agentbench.report.stats.intervals import DEFAULT_LEVEL, Interval, check_level, t_quantile, wilson_interval
+from pytest_agentbench.report.stats.intervals import DEFAULT_LEVEL, Interval, at_least, check_level, t_quantile, wilson_interval
 
 Status = Literal["passed", "failed", "incomplete"]
 STATUSES: tuple[str, ...] = ("passed", "failed", "incomplete")
@@ -230,7 +230,8 @@ class SessionStats:
 
     ``suites`` counts the suites with at least one judged run (the clusters); suites without one
     are named in ``unjudged_suites`` and left out of the mean. ``interval.method`` is
-    ``"clustered-t"`` (m >= 2 suites: mean +- t(m-1) * s / sqrt(m), clipped to [0, 1]),
+    ``"clustered-t"`` (m >= 2 suites: mean +- t(m-1) * s / sqrt(m), clipped to [0, 1]; widened
+    to the Wilson interval of all judged runs pooled where that is wider, method ``FLOORED``),
     ``"wilson"`` (one suite: its own interval) or the interval is ``None`` (no suite).
     """
 
@@ -251,7 +252,7 @@ class SessionStats:
     @property
     def degrees_of_freedom(self) -> int | None:
         """m - 1 for the clustered interval, ``None`` otherwise."""
-        return self.suites - 1 if self.interval is not None and self.interval.method == "clustered-t" else None
+        return self.suites - 1 if self.interval is not None and self.interval.method.startswith("clustered-t") else None
 
 
 def session_stats(suites: Sequence[SuiteStats], *, level: float = DEFAULT_LEVEL) -> SessionStats:
@@ -262,8 +263,8 @@ def session_stats(suites: Sequence[SuiteStats], *, level: float = DEFAULT_LEVEL)
     m clusters the standard error of the mean of their rates is s / sqrt(m), s the sample standard
     deviation of the rates (the cluster-robust error with the usual m/(m-1) correction), and the
     interval uses Student's t with m - 1 degrees of freedom. Its width comes from how much suites
-    differ: when every suite has the same rate it is zero wide, and the per-suite Wilson intervals
-    are the ones to read.
+    differ, so when every suite has the same rate it would be zero wide: it is never narrower than
+    the Wilson interval of all judged runs pooled (`intervals.at_least`).
 
     Args:
         suites: One SuiteStats per suite.
@@ -290,4 +291,5 @@ def session_stats(suites: Sequence[SuiteStats], *, level: float = DEFAULT_LEVEL)
     spread = math.sqrt(math.fsum((r - mean) ** 2 for r in rates) / (m - 1))
     half = t_quantile(1 - (1 - level) / 2, m - 1) * spread / math.sqrt(m)
     interval = Interval(max(0.0, mean - half), min(1.0, mean + half), float(level), "clustered-t")
+    interval = at_least(interval, wilson_interval(totals["passed"], totals["passed"] + totals["failed"], level))
     return SessionStats(m, unjudged, **totals, mean_rate=mean, interval=interval, spread=spread)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pytest_agentbench.report.stats.compare import Comparison
-from pytest_agentbench.report.stats.intervals import DEFAULT_LEVEL, Interval, wilson_interval
+from pytest_agentbench.report.stats.intervals import DEFAULT_LEVEL, FLOORED, Interval, wilson_interval
 from pytest_agentbench.report.stats.repeats import MetricSummary, SessionStats, SuiteStats
 
 METRIC_LABELS = {
@@ -106,6 +106,8 @@ def format_session(session: SessionStats) -> str:
         return f"all suites: no judged run (no pass rate){incomplete}{left_out}"
     if session.interval.method == "clustered-t":
         how = f"clustered by suite, {session.suites} suites"
+    elif session.interval.method == FLOORED:
+        how = f"clustered by suite, {session.suites} suites, widened to the pooled runs' Wilson interval"
     else:
         how = "Wilson, one suite"
     rate = f"mean pass rate {percent(session.mean_rate)} ({interval_percent(session.interval)}, {how})"
