@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -189,7 +188,7 @@ async def _play(steps: tuple[ProveStep, ...], device: ClaimedDevice, suite: Suit
 def _seed(device: ClaimedDevice, step: ProveStep) -> tuple[bool, str]:
     """A seed step: push its files, run its command (the same route preflight's seeds take)."""
     assert step.seed is not None
-    plan = plan_seeds((step.seed,), staging_dir=DEVICE_STAGING_DIR, now_ms=int(time.time() * 1000))
+    plan = plan_seeds((step.seed,), staging_dir=DEVICE_STAGING_DIR)
     for remote, data in plan.files:
         device.adb.push(device.serial, data, remote, mode=0o644)
     ((_, command),) = plan.steps

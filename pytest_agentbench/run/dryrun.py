@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -58,7 +57,7 @@ def device_reads_text(suite: Suite) -> str:
         return ""
     lines = [""]
     if suite.preflight.seed:
-        plan = plan_seeds(suite.preflight.seed, staging_dir=DEVICE_STAGING_DIR, now_ms=int(time.time() * 1000))
+        plan = plan_seeds(suite.preflight.seed, staging_dir=DEVICE_STAGING_DIR)
         lines.append(f"seeds (in the reset round trip, after a baseline read of the watched sources; {len(plan.files)} files pushed first):")
         lines += [f"  {name}: {command.text}" for name, command in plan.steps]
     lines.append(f"device reads (one round trip before the agent, one after; {len(checks.checks)} device checks):")

@@ -269,8 +269,7 @@ def run_preflight(
     for file_name, remote in staged.items():
         adb.push(serial, (stage_dir / file_name).read_bytes(), remote, mode=0o644)
         log.write(f"staged {file_name} -> {remote}")
-    seeds = plan_seeds(preflight.seed, staging_dir=DEVICE_STAGING_DIR,
-                       now_ms=now_ms if now_ms is not None else int(time.time() * 1000))
+    seeds = plan_seeds(preflight.seed, staging_dir=DEVICE_STAGING_DIR, now_ms=now_ms)
     for remote, data in seeds.files:
         adb.push(serial, data, remote, mode=0o644)
         log.write(f"staged a seed file ({len(data)} bytes) -> {remote}")

@@ -11,6 +11,7 @@ starts on them (Messages imports the new threads into its bugle_db on start).
 from __future__ import annotations
 
 import struct
+import time
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -78,19 +79,21 @@ def photo_command(seed: PhotoSeed, staged: str) -> Script:
     ], "&&")
 
 
-def plan_seeds(seeds: Sequence[SeedStep], *, staging_dir: str, now_ms: int) -> SeedPlan:
+def plan_seeds(seeds: Sequence[SeedStep], *, staging_dir: str, now_ms: int | None = None) -> SeedPlan:
     """The files and commands for a suite's seeds, in the suite's order.
 
     Args:
         seeds: The suite's `preflight.seed` steps.
         staging_dir: The world-readable device directory files are pushed to first.
-        now_ms: The host's time; the n seeded SMS get dates n, n-1, ... minutes before it.
+        now_ms: The host's time (default: now); the n seeded SMS get dates n, n-1, ... minutes before it.
 
     Returns:
         The plan (empty when there are no seeds).
     """
     files: list[tuple[str, bytes]] = []
     steps: list[tuple[str, Script]] = []
+    if now_ms is None:
+        now_ms = int(time.time() * 1000)
     remaining = sum(isinstance(seed, SmsSeed) for seed in seeds)
     for index, seed in enumerate(seeds, start=1):
         label = f"seed {index} {seed.describe()}"

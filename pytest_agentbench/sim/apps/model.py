@@ -128,6 +128,8 @@ class App:
     screens: ClassVar[dict[str, Screen]] = {}
     # Intent actions (other than VIEW of a deep link) that open a route, e.g. android.settings.WIFI_SETTINGS.
     actions: ClassVar[dict[str, str]] = {}
+    # The app's own deep links, `<prefix><route>[?query]` (e.g. automobile://playground/); None: no scheme.
+    deep_link_prefix: ClassVar[str | None] = None
 
     def initial_state(self) -> dict[str, object]:
         """The in-memory state a fresh process starts with."""
@@ -142,8 +144,16 @@ class App:
         return route
 
     def resolve_uri(self, uri: str) -> str | None:
-        """The route a VIEW deep link opens in this app, or None when the app does not handle it."""
-        return None
+        """The route a VIEW deep link opens in this app, or None when the app does not handle it.
+
+        With a `deep_link_prefix`, the path after it is the route (the query ignored); an unknown
+        path still opens the app at its start destination, as a navigation graph does.
+        """
+        prefix = self.deep_link_prefix
+        if prefix is None or not uri.startswith(prefix):
+            return None
+        route = uri[len(prefix):].split("?", 1)[0].strip("/")
+        return route if route in self.screens else self.start_route
 
     def resolve_action(self, action: str, data: str | None) -> str | None:
         """The route an intent action opens (`actions` by default), or None; data is the intent's URI."""

@@ -21,6 +21,7 @@ class PlaygroundApp(App):
     debuggable = True
     system = False
     start_route = "home"
+    deep_link_prefix = DEEP_LINK_PREFIX
     screens = {
         "onboarding": Screen("onboarding", (
             Title("Welcome to AutoMobile Playground"),
@@ -81,13 +82,6 @@ class PlaygroundApp(App):
     def derived(self, ctx: AppContext) -> dict[str, object]:
         plan = str(ctx.state.get("plan") or "")
         return {"plan_label": plan or "none", **{f"plan_is_{name}": plan == name for name in PLANS}}
-
-    def resolve_uri(self, uri: str) -> str | None:
-        if not uri.startswith(DEEP_LINK_PREFIX):
-            return None
-        route = uri[len(DEEP_LINK_PREFIX):].split("?", 1)[0].strip("/")
-        # An unknown path still opens the app at its start destination, as a nav graph does.
-        return route if route in self.screens else self.start_route
 
     def redirect(self, ctx: AppContext, route: str) -> str:
         # The app reads its prefs from the XML files in its private storage on every navigation.

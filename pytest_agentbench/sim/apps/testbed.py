@@ -41,6 +41,7 @@ class TestbedApp(QaFlows, App):
     debuggable = True
     system = False
     start_route = "home"
+    deep_link_prefix = DEEP_LINK_PREFIX
     screens = {
         "home": Screen("home", (
             Title("Agentbench Testbed"),
@@ -71,12 +72,6 @@ class TestbedApp(QaFlows, App):
 
     def derived(self, ctx: AppContext) -> dict[str, object]:
         return {"pickup_code": str(ctx.prefs(PREFS).get("pickup_code", "")), **qa_derived(ctx)}
-
-    def resolve_uri(self, uri: str) -> str | None:
-        if not uri.startswith(DEEP_LINK_PREFIX):
-            return None
-        route = uri[len(DEEP_LINK_PREFIX):].split("?", 1)[0].strip("/")
-        return route if route in self.screens else self.start_route
 
     def redirect(self, ctx: AppContext, route: str) -> str:
         # Every screen the app shows is a use worth recording.
