@@ -79,8 +79,9 @@ def finish_device_work(device: ClaimedDevice, suite: Suite, artifacts: RunArtifa
         The post-run state and the cleanup report (None when the suite has nothing to clean).
     """
     checks = checks_of_suite(suite)
-    state = read_post_run_state(device, suite, artifacts, checks.after_reads())
-    skip = state.device_unavailable if state.device_after is None and checks.after_reads() else None
+    after_reads = checks.after_reads()
+    state = read_post_run_state(device, suite, artifacts, after_reads)
+    skip = state.device_unavailable if state.device_after is None and after_reads else None
     cleanup = run_cleanup(device.adb, device.serial, checks, before=baseline or before, after=state.device_after,
                           run_dir=artifacts.run_dir, skip_because=skip)
     return state, cleanup

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -35,7 +34,7 @@ TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
 
 from adbserver import start_private_adb_server  # noqa: E402
-from fakeagents import BENCHMARK, make_project, pytest_argv, session_env  # noqa: E402
+from fakeagents import BENCHMARK, make_project, pytest_argv, run_in_own_group, session_env  # noqa: E402
 
 SPEEDUP_GOAL = 3.2
 CPU_GOAL_S = 1.0
@@ -75,13 +74,11 @@ def measure(root: Path, phones: int, runs: int, adb_port: int, *, warm: bool) ->
         args += ["-o", "agentbench_warm_start=false"]
     env = session_env(adb_port, root / f"claims-{phones}")
     started = time.monotonic()
-    proc = subprocess.Popen(pytest_argv(*args), cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, text=True, start_new_session=True)
-    out, _ = proc.communicate(timeout=3600)
-    # communicate() reaped it already; its children's usage is in RUSAGE_CHILDREN of this process.
+    # Reaped here, so its children's usage is in RUSAGE_CHILDREN of this process; a timeout kills its whole group.
+    done = run_in_own_group(pytest_argv(*args), cwd=root, env=env, timeout_s=3600)
     wall = time.monotonic() - started
-    if proc.returncode != 0:
-        raise SystemExit(f"K={phones}: the session failed ({proc.returncode}):\n{out[-4000:]}")
+    if done.returncode != 0:
+        raise SystemExit(f"K={phones}: the session failed ({done.returncode}):\n{(done.stdout + done.stderr)[-4000:]}")
     server = sum(float(m.group(1)) for log in output.rglob("agentbench-mcp.log") for m in _SERVER_CPU.finditer(log.read_text()))
     agent, warm_programs = 0.0, 0
     for log in output.glob("warm-starts*.log"):
