@@ -120,7 +120,7 @@ class DevicePool:
                 except BaseException:
                     lock.release()
                     raise
-                return ClaimedDevice(serial=serial, adb=candidate.adb, scope=scope, fingerprint={}, lock=lock, claim=claim)
+                return ClaimedDevice(serial=serial, adb=candidate.adb, scope=scope, lock=lock, claim=claim)
             if not sibling_holds or time.monotonic() >= deadline:
                 raise DeviceBusy("; ".join(refusals) or "no candidate device")
             time.sleep(_SIBLING_POLL_S)
@@ -138,8 +138,6 @@ class ClaimedDevice:
     serial: str
     adb: Adb
     scope: str
-    #: The device fingerprint, read afresh by every preflight (empty until the first one).
-    fingerprint: dict[str, str]
     lock: Claim
     claim: Claim | None
 
