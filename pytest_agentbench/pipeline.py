@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pytest_agentbench.audit.scoring import scoring_code_digest
@@ -25,6 +25,7 @@ from pytest_agentbench.report.document import scrub
 from pytest_agentbench.report.text import transcript_tail
 from pytest_agentbench.run.artifacts import RunArtifacts
 from pytest_agentbench.run.fingerprints import UNKNOWN
+from pytest_agentbench.run.seal import seal
 from pytest_agentbench.run.stream import read_arrivals
 
 
@@ -55,6 +56,10 @@ def conclude(run: Run, context: ConcludeContext, saved: RunResult | None = None,
         The result as written (secrets scrubbed), with the transcript's tail for a failure report.
     """
     clock = time.monotonic()
+    if saved is None:
+        run, seals = _sealed(run)
+    else:
+        seals = dict(saved.seals)
     transcript = parse_file(run.transcript_path, watch=watched_patterns(run.suite))
     audit = audit_run(run, transcript)
     split = time_split(
@@ -83,13 +88,25 @@ def conclude(run: Run, context: ConcludeContext, saved: RunResult | None = None,
         tool_sequence=audit.tool_sequence,
         baseline=dict(suite.baseline) if suite.baseline else None, baseline_tool_sequence=tuple(suite.baseline_tool_sequence),
         comparison=compare(suite.baseline, suite.baseline_tool_sequence, audit.metrics, audit.tool_sequence, fingerprints.comparable()),
-        fingerprints=fingerprints, snippet=snippet, scoring_code=scoring, audit_inputs=AuditInputs.of(run),
+        fingerprints=fingerprints, snippet=snippet, scoring_code=scoring, audit_inputs=AuditInputs.of(run), seals=seals,
         preflight_round_trips=run.preflight_round_trips, cleanup=run.cleanup, timing=timing, rerendered=rerendered,
     )
     # Evidence text (the reply, tool results) may echo a secret: the written result never holds one.
     result = RunResult.from_json(scrub(result.to_json(), context.environ))
     result.write(result_path or RunArtifacts(run.run_dir).result)
     return result.with_tail(transcript_tail(transcript) if transcript.tool_calls else None)
+
+
+def _sealed(run: Run) -> tuple[Run, dict[str, str]]:
+    """A live run's seals: the before-snapshot as sealed before the agent, everything else as it is now.
+
+    A before-snapshot file that changed while the agent ran is a seal problem of the run itself.
+    """
+    now = seal(run.run_dir)
+    changed = [f"{name} changed while the agent ran" for name, digest in sorted(run.sealed_before_agent.items())
+               if now.get(name) != digest]
+    seals = {**now, **run.sealed_before_agent}
+    return (replace(run, seal_problems=(*run.seal_problems, *changed)) if changed else run), dict(sorted(seals.items()))
 
 
 def measured_fingerprints(run: Run, transcript: Transcript) -> Fingerprints:

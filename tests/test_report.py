@@ -362,3 +362,19 @@ def test_no_planted_secret_reaches_snippet_result_or_terminal(tmp_path):
             assert secret not in text, f"{secret} leaked into {name}"
     assert yaml.safe_load(snippet)["baseline"]["serverBuild"] == build.digest
     assert document["fingerprints"]["serverBuildComponents"]["provider.credential"] == "ANTHROPIC_API_KEY,CLAUDE_CODE_OAUTH_TOKEN"
+
+
+@pytest.mark.parametrize(("recorded", "now", "shown"), [
+    ("failed", "passed", "Re-render: ! the verdict differs from the one recorded live (FAILED -> PASSED)"),
+    ("passed", "incomplete", "Re-render: ! the verdict differs from the one recorded live (PASSED -> INCOMPLETE)"),
+    ("passed", "passed", None),
+])
+def test_a_rerender_says_when_its_verdict_differs_from_the_recorded_one(recorded, now, shown):
+    document = _document()
+    document["verdict"] = {"status": now, "reasons": [] if now == "passed" else ["why"]}
+    document["rerendered"] = {"scoringCode": "x", "verdictWhenRecorded": {"status": recorded, "reasons": []}}
+    text = render_text_report(document)
+    if shown is None:
+        assert "Re-render:" not in text
+    else:
+        assert shown in text.splitlines()

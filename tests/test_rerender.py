@@ -143,10 +143,12 @@ def test_from_result(saved, tmp_path, suite, doctor, target, status, ret):
         assert rerun.report_of(suite) == original.report_of(suite)
         assert f"{status.upper()} {recorded['nodeid']}" in rerun.stdout
     elif doctor is corrupt_transcript:
-        (reason,) = result["verdict"]["reasons"]
-        assert reason.startswith(expected), reason
+        # The transcript is sealed: a changed one is named first, and what it now says follows.
+        sealed, parsed = result["verdict"]["reasons"]
+        assert sealed.startswith("the audit's inputs do not match their seals: claude.jsonl changed"), sealed
+        assert parsed.startswith(expected), parsed
         assert f"INCOMPLETE {recorded['nodeid']}" in rerun.stdout
-        assert f"{suite}[{run_dir.name}] - incomplete: {reason}" in rerun.stdout
+        assert f"{suite}[{run_dir.name}] - incomplete: {sealed}; {parsed}" in rerun.stdout
     else:
         assert expected in rerun.report_of(suite)
         assert expected not in original.report_of(suite)

@@ -329,6 +329,9 @@ def audit_run(run: Run, transcript: Transcript) -> Audit:
     stumbles = stumbles_of(suite, transcript)
     failed = [failed_reason(check) for check in checks if not check.passed]
     incomplete = incomplete_reasons(suite=suite, transcript=transcript, process=run.process)
+    if run.seal_problems:
+        # Evidence that is not what the harness sealed proves nothing either way.
+        incomplete = [f"the audit's inputs do not match their seals: {'; '.join(run.seal_problems)}", *incomplete]
     # Not the agent's doing: the device vanished, or the harness could not tell which tools act
     # on a device (so a failed device-use check proves nothing).
     if not incomplete and run.device_lost:

@@ -88,6 +88,8 @@ class RunResult:
         snippet: Whether baseline.yml was written.
         scoring_code: The digest of the code that audited the run.
         audit_inputs: The verdict's saved inputs (None only in documents saved before them).
+        seals: Each audit input file of the run directory -> its SHA-256 (`run.seal`), so a
+            re-render judges only the files the run judged.
         preflight_round_trips: adb round trips preflight spent.
         cleanup: What cleanup did and left (shown, never judged).
         timing: Where the time went: `agent` (the time split, or None) and `harness`.
@@ -117,6 +119,7 @@ class RunResult:
     snippet: Snippet = field(default_factory=lambda: Snippet(None))
     scoring_code: str = "unknown"
     audit_inputs: AuditInputs | None = None
+    seals: Mapping[str, str] = field(default_factory=dict)
     preflight_round_trips: int | None = None
     cleanup: Mapping[str, Any] | None = None
     timing: Mapping[str, Any] = field(default_factory=lambda: {"agent": None, "harness": {}})
@@ -160,6 +163,7 @@ class RunResult:
             "snippet": self.snippet.to_json(),
             "scoringCode": self.scoring_code,
             "auditInputs": self.audit_inputs.to_json() if self.audit_inputs is not None else {},
+            "seals": {"sha256": dict(self.seals)},
             "preflight": {"roundTrips": self.preflight_round_trips, "appBuild": _plain(self.fingerprints.get("appBuild"))},
             "cleanup": _plain(self.cleanup),
             "timing": _plain(dict(self.timing)),
@@ -198,6 +202,7 @@ class RunResult:
             snippet=Snippet.from_json(data.get("snippet")),
             scoring_code=str(data.get("scoringCode") or "unknown"),
             audit_inputs=AuditInputs.from_json(inputs) if isinstance(inputs, Mapping) and inputs else None,
+            seals=dict((data.get("seals") or {}).get("sha256") or {}),
             preflight_round_trips=(data.get("preflight") or {}).get("roundTrips"),
             cleanup=_plain(data.get("cleanup")),
             timing={"agent": None, "harness": {}, **_plain(dict(data.get("timing") or {}))},

@@ -105,6 +105,10 @@ class Run:
             by `run/execute.py`; None in a record rebuilt from a run saved without it.
         cli_version: The agent CLI's own `--version` (once per session and command); the
             audit prefers the version the stream's init event names.
+        sealed_before_agent: The audit inputs that existed before the agent started (the
+            before-snapshot), name -> SHA-256 as sealed then (`run.seal`).
+        seal_problems: Audit inputs that no longer match their seals (changed during the run, or
+            since it was saved); any makes the run incomplete.
     """
 
     suite: Suite
@@ -131,6 +135,8 @@ class Run:
     harness_seconds: Mapping[str, float] = field(default_factory=dict)
     suite_digest: str | None = None
     cli_version: str | None = None
+    sealed_before_agent: Mapping[str, str] = field(default_factory=dict)
+    seal_problems: tuple[str, ...] = ()
 
     @property
     def transcript_path(self) -> Path:

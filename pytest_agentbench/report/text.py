@@ -163,6 +163,10 @@ def render_text_report(result: Mapping[str, Any], *, current_scoring_code: str |
     verdict = result.get("verdict") or {}
     lines = [f"{result.get('suite', '?')}: {verdict_status(result).upper()}"]
     lines += [f"  - {reason}" for reason in verdict.get("reasons") or []]
+    recorded = ((result.get("rerendered") or {}).get("verdictWhenRecorded") or {}).get("status")
+    if recorded and recorded != verdict_status(result):
+        # A saved run judged differently today: say so, whichever way it moved.
+        lines.append(f"Re-render: ! the verdict differs from the one recorded live ({recorded.upper()} -> {verdict_status(result).upper()})")
     serial = (result.get("device") or {}).get("serial")
     model = (result.get("fingerprints") or {}).get("observedModel")
     cli = (result.get("fingerprints") or {}).get("claudeCodeVersion")

@@ -25,6 +25,7 @@ from pytest_agentbench.run.invocation import Invocation, InvocationOptions, buil
 from pytest_agentbench.run.postrun import PostRunState, read_post_run_state, stop_run_daemons
 from pytest_agentbench.records.run import ProcessOutcome, Run
 from pytest_agentbench.run.runner import StreamProgress, run_agent
+from pytest_agentbench.run.seal import seal
 from pytest_agentbench.run.preflight import preflight_suite
 from pytest_agentbench.run.server_build import ServerBuild, adb_client_versions, agent_cli_version, server_build_fingerprint
 from pytest_agentbench.servers.probe import ToolClasses, probe_tools
@@ -146,6 +147,8 @@ def measure_run(
     artifacts = RunArtifacts(run_dir)
     clock = time.monotonic()
     prepared = preflight_suite(device, suite, run_dir=run_dir)
+    # The before-snapshot is sealed before any agent runs: whatever touches it later is caught.
+    sealed_before_agent = seal(run_dir)
     harness = {"preflightSeconds": _since(clock)}
     clock = time.monotonic()
     workdir = Path(tempfile.mkdtemp(prefix="agentbench-agent-", dir=agent_workdir_parent(project_root)))
@@ -209,6 +212,7 @@ def measure_run(
         harness_seconds=harness,
         # The declaration, not the instance's values: seeded instances of a suite share one digest.
         suite_digest=suite_digest(suite.declared.raw, prompt_text=suite.declared.prompt_text, model_override=options.model),
+        sealed_before_agent=sealed_before_agent,
         cli_version=agent_cli_version(stream_cli_version(artifacts.transcript), options.claude, cache),
     )
 

@@ -11,6 +11,7 @@ from pytest_agentbench.device.uiautomator import parse_hierarchy
 from pytest_agentbench.errors import AgentbenchError, SavedRunError
 from pytest_agentbench.records.result import RunResult, read_document
 from pytest_agentbench.records.run import AuditInputs, DeviceState, Run, ScreenSnapshot
+from pytest_agentbench.run.seal import broken_seals
 from pytest_agentbench.suite import load_suite
 from pytest_agentbench.suite.instance import instantiate
 
@@ -132,6 +133,8 @@ def load_run(result_path: Path, rootdir: Path) -> tuple[Run, RunResult]:
         harness_seconds=_harness_seconds(saved),
         suite_digest=fingerprints.get("suiteDigest"),
         cli_version=fingerprints.get("claudeCodeVersion"),
+        # Runs saved before seals existed have none to check.
+        seal_problems=tuple(broken_seals(saved.seals, run_dir)) if saved.seals else (),
     )
     return run, saved
 
