@@ -116,7 +116,7 @@ def adb_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrivateAdbS
 
 @pytest.fixture(scope="module")
 def session(adb_server: PrivateAdbServer, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
-    """One session over every suite; suite name -> its result.json."""
+    """One session over every suite; suite name -> its result.json (and "_project", "_output" for a re-render)."""
     tmp = tmp_path_factory.mktemp("claims")
     project = make_project(tmp / "project", {name: {**overrides, "preflight": {"settleSeconds": 0.3}} for name, overrides in SUITES.items()})
     behaviours = {name: Behaviour("replay" if name == "honest-replay" else name, {"final": ANSWER}) for name in SUITES}
@@ -131,6 +131,7 @@ def session(adb_server: PrivateAdbServer, tmp_path_factory: pytest.TempPathFacto
         run_dir = Path(case.properties["agentbench_run_dir"])
         results[name] = {"outcome": case.outcome, "run_dir": run_dir,
                          **json.loads((run_dir / "result.json").read_text(encoding="utf-8"))}
+    results["_paths"] = {"project": project, "output": tmp / "out", "env": env}
     return results
 
 
@@ -187,3 +188,14 @@ def test_an_honest_agent_in_another_order_with_an_errored_call_passes(session: d
     assert statuses[:2] == [("observe", "ok"), ("tapOn", "error")] and len(statuses) == 8, statuses
     assert result["toolSequence"][:3] == ["observe", "tapOn", "observe"]
     assert [stumble["kind"] for stumble in result["stumbles"]] == ["tool-error"]
+
+
+def test_a_rerender_reaudits_from_the_saved_relay_log_and_gets_the_same_verdicts(session: dict[str, dict]) -> None:
+    paths = session["_paths"]
+    document = paths["output"] / "rerendered.json"
+    done = run_session(paths["project"], ["--agentbench-from-result", str(paths["output"]), "--agentbench-json", str(document),
+                                          "--agentbench-output", str(paths["output"])], paths["env"])
+    runs = {run["suite"]: run for run in json.loads(document.read_text(encoding="utf-8"))["runs"]}
+    assert set(runs) == set(SUITES), done.stdout[-3000:]
+    for name in SUITES:
+        assert runs[name]["verdict"] == session[name]["verdict"], name
