@@ -25,6 +25,7 @@ from pytest_agentbench.report.document import scrub
 from pytest_agentbench.report.text import transcript_tail
 from pytest_agentbench.run.artifacts import RunArtifacts
 from pytest_agentbench.run.fingerprints import UNKNOWN
+from pytest_agentbench.run.relaylog import read_relay_log
 from pytest_agentbench.run.seal import seal
 from pytest_agentbench.run.stream import read_arrivals
 
@@ -61,7 +62,8 @@ def conclude(run: Run, context: ConcludeContext, saved: RunResult | None = None,
     else:
         seals = dict(saved.seals)
     transcript = parse_file(run.transcript_path, watch=watched_patterns(run.suite))
-    audit = audit_run(run, transcript)
+    relay = read_relay_log(run.relay_log_path) if run.relay_log_path is not None else None
+    audit = audit_run(run, transcript, relay)
     split = time_split(
         transcript.timeline, read_arrivals(run.timing_path), wall_clock_seconds=run.process.wall_clock_seconds,
         tool_names={call.id: call.name for call in transcript.tool_calls},

@@ -101,6 +101,9 @@ class Run:
         cleanup: What cleanup did and left (`run.cleanup` report), shown but never judged.
         harness_seconds: The harness's own time around the agent (`preflightSeconds`,
             `setupSeconds`, `postRunSeconds`), measured by `run/execute.py`.
+        relay_log: The relay log's file name in the run directory (`relay.jsonl`): the calls the
+            harness's MCP relay carried, the audit's evidence of tool use. None only for runs
+            saved before the relay existed (audited from the transcript alone).
         suite_digest: The suite declaration's digest (with the `--model` override), measured
             by `run/execute.py`; None in a record rebuilt from a run saved without it.
         cli_version: The agent CLI's own `--version` (once per session and command); the
@@ -137,6 +140,11 @@ class Run:
     cli_version: str | None = None
     sealed_before_agent: Mapping[str, str] = field(default_factory=dict)
     seal_problems: tuple[str, ...] = ()
+    relay_log: str | None = None
+
+    @property
+    def relay_log_path(self) -> Path | None:
+        return self.run_dir / self.relay_log if self.relay_log else None
 
     @property
     def transcript_path(self) -> Path:
@@ -182,6 +190,7 @@ class AuditInputs:
     screen_unavailable_reason: str | None
     shell_tools: tuple[str, ...]
     device_state: DeviceStateFiles | None
+    relay_log: str | None = None
 
     @classmethod
     def of(cls, run: Run) -> AuditInputs:
@@ -198,6 +207,7 @@ class AuditInputs:
                 DEVICE_AFTER_FILE if state.after is not None else None,
                 state.unavailable,
             ),
+            relay_log=run.relay_log,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -209,6 +219,7 @@ class AuditInputs:
             "screenUnavailableReason": self.screen_unavailable_reason,
             "shellTools": list(self.shell_tools),
             "deviceState": self.device_state.to_json() if self.device_state is not None else None,
+            "relayLog": self.relay_log,
         }
 
     @classmethod
@@ -222,4 +233,5 @@ class AuditInputs:
             screen_unavailable_reason=data.get("screenUnavailableReason"),
             shell_tools=tuple(data.get("shellTools") or ()),
             device_state=DeviceStateFiles.from_json(state) if isinstance(state, Mapping) else None,
+            relay_log=data.get("relayLog"),
         )

@@ -92,6 +92,16 @@ class RunArtifacts:
         return self.run_dir / "mcp-config.json"
 
     @property
+    def server_config(self) -> Path:
+        """The real servers' config the relay hub starts them from (never given to the agent)."""
+        return self.run_dir / "mcp-servers.json"
+
+    @property
+    def relay_log(self) -> Path:
+        """Every call the harness's MCP relay carried (`run/relay_hub.py` writes it)."""
+        return self.run_dir / "relay.jsonl"
+
+    @property
     def command(self) -> Path:
         return self.run_dir / "claude-command.json"
 
@@ -154,9 +164,11 @@ class PrivateDaemon:
 
 
 def write_run_files(artifacts: RunArtifacts, invocation: Invocation) -> None:
-    """prompt.md, mcp-config.json and claude-command.json, before the agent starts."""
+    """prompt.md, mcp-config.json (the agent's: the relay), mcp-servers.json (the harness's) and claude-command.json, before the agent starts."""
     artifacts.prompt.write_text(invocation.prompt, encoding="utf-8")
     artifacts.mcp_config.write_text(json.dumps(invocation.mcp_config, indent=2) + "\n", encoding="utf-8")
+    if invocation.server_config:
+        artifacts.server_config.write_text(json.dumps(invocation.server_config, indent=2) + "\n", encoding="utf-8")
     command = {
         "argv": invocation.argv,
         "cwd": str(invocation.workdir),

@@ -73,12 +73,19 @@ class AgentExit:
 
     @property
     def outcome(self) -> ProcessOutcome:
-        """The audit's view of this exit (`run.record.ProcessOutcome`)."""
+        """The audit's view of this exit (`records.run.ProcessOutcome`)."""
         return ProcessOutcome(
             exit_code=self.exit_code, timed_out=self.timed_out, signal=self.signal,
             wall_clock_seconds=self.wall_clock_seconds, stopped_because=self.stopped_because,
             ended_after_result=self.ended_after_result,
         )
+
+
+def track_group(pgid: int) -> None:
+    """Count a process group the harness started (an MCP server behind the relay) among those
+    `stop_all_groups` and `kill_all_groups` end, until `stop_process_group` stops it."""
+    with _live_lock:
+        _live_groups.add(pgid)
 
 
 def stop_process_group(pgid: int, *, grace_s: float = DEFAULT_GRACE_SECONDS) -> None:
