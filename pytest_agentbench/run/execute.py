@@ -38,24 +38,15 @@ if TYPE_CHECKING:
     from pytest_agentbench.suite import Suite
 
 
-def device_aware_tools(cache: dict, invocation: Invocation) -> tuple[frozenset[str], str | None]:
-    """The server's device-aware tools, from its own `tools/list`, fetched once per session.
-
-    The probe starts the server with exactly the environment the agent's server gets (the
-    agent's scrubbed environment under the MCP config's `env`), so an inherited variable that
-    changes the toolset (AUTOMOBILE_DISABLED_TOOLS) cannot make the two disagree.
-
-    A server that cannot list its tools (its command is missing, it crashes at start) yields no
-    device-aware tools and the reason, and the run goes on: the agent's init event then reports
-    the server `failed`, which makes the run incomplete ("MCP server did not connect"), as the
-    seed says. The failure is not cached, so a later run in the session probes again.
-    """
-    classes, error = server_tools(cache, invocation)
-    return classes.device_aware, error
-
-
 def server_tools(cache: dict, invocation: Invocation) -> tuple[ToolClasses, str | None]:
-    """The server's device-aware and shell tools, from one `tools/list` per session (see `device_aware_tools`)."""
+    """The server's device-aware and shell tools, from its own `tools/list`, fetched once per session.
+
+    The probe starts the server with exactly the environment the run's server gets, so an
+    inherited variable that changes the toolset (AUTOMOBILE_DISABLED_TOOLS) cannot make the two
+    disagree. A server that cannot list its tools (its command is missing, it crashes at start)
+    yields no tools and the reason, and the run goes on (its audit then says why); the failure is
+    not cached, so a later run in the session probes again.
+    """
     ((name, _),) = invocation.server_config["mcpServers"].items()
     key = ("tools", name)
     if key not in cache:
