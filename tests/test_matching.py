@@ -113,12 +113,19 @@ def test_key_value_strings_are_a_word_then_a_colon(expected: str, key_value: boo
         ("  expected_count :   3 ", "expected_count:3"),
         ("`EXPECTED_COUNT: 3`", "expected_count:3"),
         ("EXPECTED_COUNT: 3.", "expected_count:3"),
-        ("**EXPECTED_COUNT: 3**", "**expected_count:3**"),
+        ("**EXPECTED_COUNT: 3**", "expected_count:3"),
+        ("**WORLD_CLOCK:** London", "world_clock:london"),
+        ("*WORLD_CLOCK*: _London_", "world_clock:london"),
+        ("__WORLD_CLOCK__:\u00a0London", "world_clock:london"),
+        ("- EXPECTED_COUNT: 3", "expected_count:3"),
         ("EXPECTED_COUNT: 3 items", "expected_count:3 items"),
+        ("EXPECTED_COUNT: 3 (I think)", "expected_count:3 (i think)"),
     ],
-    ids=["plain", "spacing", "backticks", "a trailing period", "bold markers stay", "extra words stay"],
+    ids=["plain", "spacing", "backticks", "a trailing period", "bold around the line", "bold key",
+         "italic key and value", "underscore bold and a no-break space", "a list bullet",
+         "extra words stay", "an aside stays"],
 )
-def test_answer_lines_ignore_case_spacing_backticks_and_a_trailing_period(line: str, normal: str) -> None:
+def test_answer_lines_ignore_case_spacing_markdown_and_a_trailing_period(line: str, normal: str) -> None:
     assert normalize_answer_line(line) == normal
 
 

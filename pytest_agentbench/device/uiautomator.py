@@ -187,20 +187,25 @@ def parse_hierarchy(xml: str | bytes) -> tuple[UiNode, ...]:
 
 
 def app_texts(nodes: Iterable[UiNode], package: str) -> list[str]:
-    """Collect the visible text and content-desc of one package's nodes, in document order.
+    """Collect what one package's nodes show, in document order: text and content-desc.
+
+    The `text` of an editable node (`UiNode.is_editable`: an EditText or a text field, whatever
+    the agent typed there) is not something the app shows, so it never counts; its content-desc
+    (the app's own label) does.
 
     Args:
         nodes: Parsed nodes of a dump.
         package: The app whose nodes count; other windows (system UI, keyboard) are ignored.
 
     Returns:
-        Every non-empty text and content-desc of that package's nodes.
+        Every non-empty text and content-desc of that package's nodes, editable nodes' text left out.
     """
     texts: list[str] = []
     for node in nodes:
         if node.package != package:
             continue
-        texts.extend(value for value in (node.text, node.content_desc) if value)
+        shown = (node.content_desc,) if node.is_editable else (node.text, node.content_desc)
+        texts.extend(value for value in shown if value)
     return texts
 
 
