@@ -76,11 +76,12 @@ _SPACES = re.compile(r"\s+")
 _EMPHASIS = re.compile(r"[*`]+")
 _UNDERSCORE_EMPHASIS = re.compile(r"(?<!\w)_+|_+(?!\w)")
 _BULLET = re.compile(r"^(?:[-*+•]|\d+[.)])\s+")
-# An expected value that is a phone number: an optional +, then digits with phone punctuation.
+# A value that is a phone number: digits with phone punctuation (an expected one starts with `+`).
 _PHONE = re.compile(r"^\+?[\d\s().-]{7,}$")
 _MIN_PHONE_DIGITS = 7
 # An expected value that is a size: `800 x 800`, `800x800`, `800×800`, `800 X 800`.
 _SIZE = re.compile(r"^(\d+)\s*[x×X]\s*(\d+)(?:\s*px)?$")
+
 
 def is_key_value(expected: str) -> bool:
     """Tell whether an expected answer string is a `KEY: value` line (a word, then a colon)."""
@@ -118,14 +119,14 @@ def split_key_value(line: str) -> tuple[str, str] | None:
 def same_answer_value(expected: str, given: str) -> bool:
     """Whether a `KEY: value` line's value gives the expected value (both normalised).
 
-    The expected value's form decides how: a phone number (`+15551230001`, at least 7 digits)
-    matches a value of phone characters whose digits end the same way, the shorter at least 7
+    The expected value's form decides how: a phone number written with a leading `+`
+    (`+15551230001`, at least 7 digits; a bare number such as `1234567` is a number) matches a value of phone characters whose digits end the same way, the shorter at least 7
     digits long (`+1 555-123-0001`, `555-123-0001`); a size (`800 x 800`) matches any of
     `800x800`, `800 x 800`, `800×800` (and a trailing `px`); anything else must be equal.
     """
     if expected == given:
         return True
-    if _PHONE.match(expected) and sum(ch.isdigit() for ch in expected) >= _MIN_PHONE_DIGITS:
+    if expected.startswith("+") and _PHONE.match(expected) and sum(ch.isdigit() for ch in expected) >= _MIN_PHONE_DIGITS:
         if not _PHONE.match(given):
             return False
         want, got = "".join(ch for ch in expected if ch.isdigit()), "".join(ch for ch in given if ch.isdigit())

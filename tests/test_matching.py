@@ -173,6 +173,7 @@ TWO_KEYS = ("EXPECTED_COUNT: 3", "STATUS: done")
         ("CROPPED: 800", ("CROPPED: 800 x 800",), [False]),
         ("**WORLD_CLOCK:** Paris", ("WORLD_CLOCK: London",), [False]),
         ("STATUS: 15551230001", ("STATUS: done",), [False]),
+        ("COUNT: 01234567", ("COUNT: 1234567",), [False]),
     ],
     ids=[
         "the expected lines end the reply in order",
@@ -205,6 +206,7 @@ TWO_KEYS = ("EXPECTED_COUNT: 3", "STATUS: done")
         "half a size fails",
         "another city in bold fails",
         "a number where a word is expected fails",
+        "a bare number is not a phone number",
     ],
 )
 def test_answer_rules(reply: str | None, expected: tuple[str, ...], passed: list[bool]) -> None:
