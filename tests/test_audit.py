@@ -67,13 +67,14 @@ def make_suite(
     )
 
 
-def node(text: str = "", *, content_desc: str = "", package: str = APP, resource_id: str = "") -> UiNode:
+def node(text: str = "", *, content_desc: str = "", package: str = APP, resource_id: str = "",
+         class_name: str = "android.widget.TextView") -> UiNode:
     return UiNode(
         index=0,
         text=text,
         content_desc=content_desc,
         resource_id=resource_id,
-        class_name="android.widget.TextView",
+        class_name=class_name,
         package=package,
         checkable=False,
         checked=False,
@@ -350,6 +351,44 @@ def test_answer_rule_decides_the_verdict(reply: str, status: str) -> None:
         assert audit.verdict.reasons[0].startswith("answer check failed: expected 'EXPECTED_COUNT: 3'; the reply ended with:")
 
 
+ALL_CODES = "\n".join(f"CODE_{n}: {n}" for n in range(100000, 101000)) + "\nEXPECTED_COUNT: 3"
+
+
+@pytest.mark.parametrize(
+    ("reply", "status", "reason"),
+    [
+        ("x" * 7980 + "\nEXPECTED_COUNT: 3", "passed", None),
+        (ALL_CODES, "failed", "answer check failed: the final answer is 20,017 characters, over the 8,000-character limit"),
+    ],
+    ids=["just-under-the-limit", "a-dump-of-candidates"],
+)
+def test_a_final_answer_over_the_size_limit_fails_every_answer_check(reply: str, status: str, reason: str | None) -> None:
+    audit = run_audit(stream=transcript(final_text=reply))
+    assert audit.verdict.status == status, audit.verdict.reasons
+    if reason:
+        assert audit.verdict.reasons[0].startswith(reason), audit.verdict.reasons
+        assert [c.name for c in audit.checks if not c.passed] == ["answer-size", "answer"]
+
+
+@pytest.mark.parametrize(
+    ("first", "later", "status", "reason"),
+    [
+        ("error_max_turns", "success", "incomplete", "the run ended in error_max_turns"),
+        ("success", "error_max_turns", "incomplete", "a later result event ended in error_max_turns"),
+        ("success", "success", "passed", None),
+    ],
+    ids=["error-then-success", "success-then-error", "success-twice"],
+)
+def test_the_first_result_decides_and_any_error_result_is_incomplete(first: str, later: str, status: str,
+                                                                     reason: str | None) -> None:
+    stream = transcript(result=result_event(first, is_error=first != "success"),
+                        later_results=(result_event(later, is_error=later != "success"),))
+    audit = run_audit(stream=stream)
+    assert audit.verdict.status == status, audit.verdict.reasons
+    if reason:
+        assert any(r.startswith(reason) for r in audit.verdict.reasons), audit.verdict.reasons
+
+
 def test_answer_falls_back_to_the_result_text() -> None:
     audit = run_audit(stream=transcript(final_text=None))
     assert audit.checks[1].passed
@@ -371,6 +410,11 @@ def test_answer_check_in_japanese_needs_a_standalone_word() -> None:
         ((node("expected count: 3"),), False),
         ((node("Expected count: 30"),), False),
         ((), False),
+        # issue 19 D: what the agent typed into a field is not what the app shows.
+        ((node("Expected count: 3", class_name="android.widget.EditText"),), False),
+        ((node("Expected count: 3", class_name="androidx.compose.ui.platform.ComposeView.TextField"),), False),
+        ((node("Expected count: 3", class_name="android.widget.EditText"), node("Expected count: 3")), True),
+        ((node("Email", content_desc="Expected count: 3", class_name="android.widget.EditText"),), True),
     ],
     ids=[
         "the app's text passes",
@@ -380,6 +424,10 @@ def test_answer_check_in_japanese_needs_a_standalone_word() -> None:
         "the screen is case-sensitive",
         "a longer number fails",
         "an empty screen fails",
+        "text typed into an EditText does not count",
+        "text typed into a text field does not count",
+        "the app's own text beside the field counts",
+        "an editable field's content-desc (the app's label) counts",
     ],
 )
 def test_screen_rule(nodes: tuple[UiNode, ...], passed: bool) -> None:

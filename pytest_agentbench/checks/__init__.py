@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 KINDS: Mapping[str, ModuleType] = {
     module.KIND: module for module in (prefs, jsonfile, sqlite, content, appops, media, eventlog, report)
 }
-#: Kinds that read the device (every kind but `report`, which reads the final answer).
+#: Kinds whose subject is the device (every kind but `report`, which judges the final answer; its `shows`
+#: reads an event log only to tie the answer to this run).
 DEVICE_KINDS = tuple(kind for kind, module in KINDS.items() if kind != report.KIND)
 
 

@@ -332,7 +332,8 @@ def run_preflight(
         capture = save_screen(adb, serial, run_dir, "start-screen", log)
     if preflight.start_screen_includes:
         xml = hierarchy_of(capture, serial)
-        texts = tuple(app_texts(parse_hierarchy(xml), package))
+        # Before the agent: a field's text is the app's own (an empty omnibox shows its hint).
+        texts = tuple(app_texts(parse_hierarchy(xml), package, editable=True))
         missing = missing_texts(preflight.start_screen_includes, list(texts))
         if missing:
             raise PreflightError(
