@@ -188,6 +188,9 @@ def test_a_clean_run_passes_with_every_check_recorded() -> None:
     [
         (ProcessOutcome(exit_code=None, timed_out=True, signal=None, wall_clock_seconds=600), "timed out after claude.timeoutSeconds=600s"),
         (ProcessOutcome(exit_code=1, timed_out=False, signal=None, wall_clock_seconds=3), "exited with code 1"),
+        (ProcessOutcome(exit_code=1, timed_out=False, signal=None, wall_clock_seconds=3,
+                        last_stderr_line="AGENTBENCH_OPENAI_BASE_URL is not set: point it at your server"),
+         "the agent exited with code 1: AGENTBENCH_OPENAI_BASE_URL is not set: point it at your server"),
         (ProcessOutcome(exit_code=None, timed_out=False, signal=signal.SIGKILL, wall_clock_seconds=3), "killed by SIGKILL"),
         (ProcessOutcome(exit_code=-9, timed_out=False, signal=9, wall_clock_seconds=3), "killed by SIGKILL"),
         (ProcessOutcome(exit_code=None, timed_out=False, signal=None, wall_clock_seconds=3), "exit status is unknown"),
@@ -197,6 +200,7 @@ def test_a_clean_run_passes_with_every_check_recorded() -> None:
     ids=[
         "a timeout is incomplete",
         "a non-zero exit is incomplete",
+        "a non-zero exit names the agent's last stderr line",
         "a kill by signal is incomplete",
         "a kill by signal with a negative exit code names the signal",
         "an unknown exit status is incomplete",

@@ -218,7 +218,7 @@ VERDICT_TABLE = [
     ("passed-replay", "passed", "passed", ""),
     ("failed-no-device", "failure", "failed", "no successful call to a device-aware tool"),
     ("failed-screen", "failure", "failed", "screen check failed: expected 'Expected count: 3'"),
-    ("incomplete-exit", "skipped", "incomplete", "incomplete: the agent exited with code 3"),
+    ("incomplete-exit", "skipped", "incomplete", "incomplete: the agent exited with code 3: giving up: the model endpoint refused the key"),
     ("incomplete-garbage", "skipped", "incomplete", "incomplete: 2 stream lines did not parse (first at line 2"),
     ("incomplete-truncated", "skipped", "incomplete", "did not parse (first at line 3"),
     ("incomplete-budget", "skipped", "incomplete", "incomplete: the run ended in error_max_budget_usd"),

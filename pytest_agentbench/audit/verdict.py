@@ -101,7 +101,10 @@ def incomplete_reasons(*, suite: Suite, transcript: Transcript, process: Process
     elif process.exit_code is None:
         reasons.append("the agent's exit status is unknown")
     elif process.exit_code != 0:
-        reasons.append(f"the agent exited with code {process.exit_code}")
+        # The agent's own last words first: "AGENTBENCH_OPENAI_BASE_URL is not set: ..." says more
+        # than an exit code.
+        said = f": {_cut(process.last_stderr_line)}" if process.last_stderr_line else ""
+        reasons.append(f"the agent exited with code {process.exit_code}{said}")
     init = transcript.init
     if init is None:
         reasons.append("the stream has no init event, so the MCP server was never reported connected")

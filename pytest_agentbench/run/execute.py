@@ -12,6 +12,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -168,7 +169,7 @@ def measure_run(
                 timeout_s=suite.claude.timeout_seconds, timing_path=artifacts.timing,
                 idle_timeout_s=suite.claude.idle_timeout_seconds, on_progress=progress,
             )
-            process = agent.outcome
+            process = replace(agent.outcome, last_stderr_line=last_line(artifacts.stderr))
         except AgentProcessError as never_started:
             # A harness or setup problem (a wrong --claude), not an agent that failed: the run is
             # incomplete, so repeat statistics never count it against the agent.
@@ -243,6 +244,18 @@ def start_relay_hub(invocation: Invocation, artifacts: RunArtifacts) -> RelayHub
     assert invocation.relay_socket_dir is not None
     return RelayHub(socket_dir=invocation.relay_socket_dir, log_path=artifacts.relay_log, servers=servers,
                     stderr_dir=artifacts.run_dir).start()
+
+
+def last_line(path: Path, tail: int = 4096) -> str | None:
+    """The last non-empty line of a file, read from its final `tail` bytes (None when it has none)."""
+    try:
+        with path.open("rb") as stream:
+            stream.seek(max(0, stream.seek(0, 2) - tail))
+            text = stream.read().decode("utf-8", errors="replace")
+    except OSError:
+        return None
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else None
 
 
 def stream_cli_version(transcript: Path, limit: int = 65536) -> str | None:
