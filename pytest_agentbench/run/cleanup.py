@@ -69,7 +69,7 @@ def run_cleanup(
         status = raw.status if raw is not None else None
         output = cut(raw.text, 300) if raw is not None else ""
         actions.append({"action": action.description, "command": action.script.text, "status": status, "output": output})
-        if status != 0 or "Error" in output or "Exception" in output:
+        if action.must_succeed and (status != 0 or "Error" in output or "Exception" in output):
             failed.append(f"{action.description} (`{action.script.text}`) exited {status}: {output or 'no output'}")
     reread = DeviceReads({read.key: batch.reads.reads[read.key] for read in tracker_reads if read.key in batch.reads.reads},
                          batch.reads.read_at)
