@@ -145,8 +145,11 @@ def run_line(session: ShellSession, line: str, stdin: bytes, out: bytearray, err
         if pipeline.connector == "||" and session.last_status == 0:
             continue
         if pipeline.background:
-            session.last_status = _spawn(session, pipeline, stdin)
-            continue
+            from .jobs import lasts, spawn  # noqa: PLC0415 - jobs builds on this module
+
+            if lasts(session, pipeline):
+                session.last_status = spawn(session, pipeline, stdin)
+                continue
         session.last_status = _run_pipeline(session, pipeline, stdin, out, err)
         if session.exited:
             break
@@ -397,21 +400,6 @@ def _run_pipeline(session: ShellSession, pipeline: _Pipeline, stdin: bytes, out:
         status = _run_command(session, command, data, target_out, err)
         data = bytes(target_out)
     return status
-
-
-def _spawn(session: ShellSession, pipeline: _Pipeline, stdin: bytes) -> int:
-    """`CMD &`: a job of its own that outlives the line; what it prints goes nowhere (its shell is gone)."""
-    phone = session.phone
-    argv = [_expand(session, word) for word in pipeline.commands[0].words]
-    job = ShellSession(phone, user=session.user, cwd=session.cwd, env=dict(session.env))
-
-    def body(process: object) -> None:
-        job.process = process
-        with phone.lock:
-            _run_pipeline(job, _Pipeline(pipeline.commands, ";"), stdin, bytearray(), bytearray())
-
-    phone.processes.spawn(session.user, argv, body)
-    return 0
 
 
 def _run_command(session: ShellSession, command: _Command, stdin: bytes, out: bytearray,
