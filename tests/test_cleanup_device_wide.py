@@ -112,6 +112,7 @@ def _read(tracker, text: str, status: int = 0) -> DeviceReads:
 ROOT = "drwxrwx--x 3488 1700000000 /storage/emulated/0\n"
 DOWNLOAD = "drwxrwx--x 3488 1700000000 /storage/emulated/0/Download\n"
 PS_HEAD = "USER PID PPID NAME ARGS\nroot 1 0 init /system/bin/init\n"
+PG_HEAD = "USER PID PPID PGID NAME ARGS\nroot 1 0 0 init /system/bin/init\nshell 437 1 437 adbd adbd\n"
 
 
 @pytest.mark.parametrize(
@@ -143,10 +144,16 @@ PS_HEAD = "USER PID PPID NAME ARGS\nroot 1 0 init /system/bin/init\n"
                                         "root 9004 2 [kworker/0:2] [kworker/0:2]\n",
          ["kill -9 9001"]),
         (PROCESSES, PS_HEAD + "shell 9001 1 sleep sleep 600\n", PS_HEAD + "shell 9001 1 sleep sleep 600\n", []),
+        # With process groups: a root job in a gone adb shell's group is the run's (su); a group leader under init is not,
+        # nor a restarted adbd.
+        (PROCESSES, PG_HEAD, PG_HEAD + "root 9002 1 9000 sh sh -c sleep 30; cmd appops set x\n"
+                                       "root 9005 1 9005 vold /system/bin/vold\nshell 9006 1 9006 adbd adbd\n"
+                                       "root 9007 9100 9100 sleep sleep 5\nshell 9100 437 9100 sh sh\n",
+         ["su 0 kill -9 9002", "su 0 kill -9 9007", "kill -9 9100"]),
     ],
     ids=["other-package-op", "mode-default-is-a-change", "back-to-mode-default", "back-to-a-mode", "op-default-not-allow",
          "uid-mode", "real-dump-unchanged", "file-and-dir-added", "file-changed", "file-removed", "process-started",
-         "process-that-was-there"],
+         "process-that-was-there", "root-processes-by-group"],
 )
 def test_undo_commands_from_the_difference(tracker, before: str, after: str, commands: list[str]) -> None:
     plan = plan_cleanup([tracker], [], _read(tracker, before), _read(tracker, after))
@@ -170,11 +177,13 @@ def test_undo_commands_from_the_difference(tracker, before: str, after: str, com
          ["process 9001 (sleep 600) started during the run as shell is still running"]),
         (PROCESSES, PS_HEAD, PS_HEAD + "root 9002 1 sh sh -c x\n",
          ["process 9002 (sh -c x) started during the run as root is still running "
-          "(a root process is not killed: init may have started it)"]),
+          "(not killed: it is not in an adb shell's process group, so init may have started it)"]),
+        (PROCESSES, PG_HEAD, PG_HEAD + "root 9002 1 9000 sh sh -c x\n",
+         ["process 9002 (sh -c x) started during the run as root is still running"]),
         (PROCESSES, PS_HEAD, PS_HEAD + "u0_a3 9003 310 com.x com.x\n", []),
     ],
     ids=["op", "op-used-at-default", "file-added", "file-changed", "file-removed", "storage-same", "shell-process",
-         "root-process", "app-process"],
+         "root-process", "root-process-of-adb", "app-process"],
 )
 def test_leftovers(tracker, before: str, reread: str, left: list[str]) -> None:
     assert leftovers([tracker], _read(tracker, before), _read(tracker, reread)) == left

@@ -5,8 +5,10 @@ package (issue 19 E): `dumpsys appops` (every package's and uid's op modes), a `
 storage (`/storage/emulated/0`, what `/sdcard` points at; `Android/` is the apps' own and is left
 out) and `ps -A`. Undo: an op back to its baseline mode (the op's own default mode when nothing
 had set it, never MODE_DEFAULT), files the run added removed (then the directories it added,
-deepest first), processes the shell user started killed. A changed or removed file cannot be put
-back and is reported, as is a root process (init may have started it; it is not killed).
+deepest first), processes an adb shell started killed: every new process of the shell user, and a
+new root process (`su`) whose process group is an adb shell's (its leader is gone, or is adbd's
+child). A changed or removed file cannot be put back and is reported, as is any other new root
+process (init may have started it; it is not killed).
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ STORAGE = "/storage/emulated/0"
 _APP_SPECIFIC = STORAGE + "/Android"
 APPOPS_READ = Read("device:appops", sh("dumpsys", "appops"))
 FILES_READ = Read("device:shared-storage", sh("find", STORAGE, "-exec", "stat", "-c", "%A %s %Y %n", "{}", "+"))
-PROCESSES_READ = Read("device:processes", sh("ps", "-A", "-o", "USER,PID,PPID,NAME,ARGS"))
-#: Users whose new processes the run started: adb's shell user (killed) and root through `su` (reported).
+PROCESSES_READ = Read("device:processes", sh("ps", "-A", "-o", "USER,PID,PPID,PGID,NAME,ARGS"))
+#: Users whose new processes the run may have started: adb's shell user, and root through `su`.
 SHELL_USER, ROOT_USER = "shell", "root"
 _FIRST_APPLICATION_UID = 10000
 
@@ -201,10 +203,11 @@ class Process:
     ppid: int
     name: str
     args: str
+    pgid: int | None = None
 
 
 def parse_processes(text: str) -> dict[str, Process]:
-    """`ps -A [-o USER,PID,PPID,NAME,ARGS]` -> {"PID NAME": Process}, without the reader itself.
+    """`ps -A [-o USER,PID,PPID,PGID,NAME,ARGS]` -> {"PID NAME": Process}, without the reader itself.
 
     The header names the columns (toybox's default `USER PID PPID VSZ RSS WCHAN ADDR S NAME`, or
     the `-o` fields); the last column may hold spaces. The `ps` row and the shell that ran it (its
@@ -226,11 +229,12 @@ def parse_processes(text: str) -> dict[str, Process]:
         row = dict(zip(header, cells))
         try:
             pid, ppid = int(row["PID"]), int(row.get("PPID", "0"))
+            pgid = int(row["PGID"]) if "PGID" in row else None
         except ValueError:
             continue
         name = row.get("NAME") or row.get("CMD") or ""
         args = row.get("ARGS") or row.get("CMDLINE") or name
-        rows.append(Process(row.get("USER", ""), pid, ppid, name.split()[0] if name else "", args.strip()))
+        rows.append(Process(row.get("USER", ""), pid, ppid, name.split()[0] if name else "", args.strip(), pgid))
     own = {row.pid for row in rows if row.name == "ps"} | {row.ppid for row in rows if row.name == "ps"}
     return {f"{row.pid} {row.name}": row for row in rows if row.pid not in own}
 
@@ -243,16 +247,35 @@ def _started(before: dict[str, Process], after: dict[str, Process]) -> list[Proc
                   key=lambda process: process.pid)
 
 
+def _from_adb(process: Process, listing: dict[str, Process]) -> bool:
+    """Whether a process was started by an adb shell: the shell user's, or in an adb shell's process group.
+
+    adbd starts each shell in a session and group of its own; a job it put in the background keeps
+    that group after the shell exited (the leader is gone), and `su` keeps it too. A service init
+    starts leads a group of its own, under init.
+    """
+    if process.name == "adbd":
+        return False  # adbd restarted (`adb root`, `adb unroot`): killing it would take the device away
+    if process.user == SHELL_USER:
+        return True
+    if not process.pgid:
+        return False
+    adbd = {row.pid for row in listing.values() if row.name == "adbd"}
+    leader = next((row for row in listing.values() if row.pid == process.pgid), None)
+    return leader is None or leader.ppid in adbd
+
+
 def processes_undo(before: dict, after: dict) -> list[Undo]:
-    """`kill -9 PID` for every new process of the shell user (one the run's adb shell started)."""
-    return [Undo(f"kill process {process.pid} ({process.args}), started by the run", sh("kill", "-9", str(process.pid)),
-                 must_succeed=False)
-            for process in _started(before, after) if process.user == SHELL_USER]
+    """`kill -9 PID` for every new process an adb shell started (`su 0 kill -9 PID` for a root one)."""
+    return [Undo(f"kill process {process.pid} ({process.args}), started by the run as {process.user}",
+                 sh(*(["su", "0"] if process.user == ROOT_USER else []), "kill", "-9", str(process.pid)), must_succeed=False)
+            for process in _started(before, after) if _from_adb(process, after)]
 
 
 def processes_left(before: dict, reread: dict) -> list[str]:
     return [f"process {process.pid} ({process.args}) started during the run as {process.user} is still running"
-            + ("" if process.user == SHELL_USER else " (a root process is not killed: init may have started it)")
+            + ("" if _from_adb(process, reread) else " (not killed: it is not in an adb shell's process group, so init "
+                                                     "may have started it)")
             for process in _started(before, reread)]
 
 

@@ -4,7 +4,7 @@ One pytest session on one simulated phone runs two suites in order, both through
 server with scripted replay plans. `leftover-maker` (a Playground suite: nothing it checks
 watches the testbed or Chrome) restricts the testbed's background use, sets another
 app's WAKE_LOCK, writes a file and a directory on shared storage and starts two device processes
-(one a daemon that would restrict Chrome later). Then the committed `wakelock-restrict` runs the
+(one a root daemon, through `su`, that would restrict Chrome later). Then the committed `wakelock-restrict` runs the
 honest mixed route (`dumpsys power`, then `cmd appops set` on the holder). Before cleanup watched
 the whole phone, the testbed was still restricted when the second run began, and it failed
 ("dev.agentbench.testbed was already in mode ignore before the run").
@@ -43,7 +43,8 @@ LEFTOVER_PLAN = {"steps": [
     shell("cmd appops set com.android.chrome WAKE_LOCK ignore"),
     shell(f"mkdir -p {LEFTOVER_DIR} && echo 'from the last run' > '{LEFTOVER_DIR}/note one.txt'"),
     shell("nohup sleep 600 > /dev/null 2>&1 &"),
-    shell("sh -c 'sleep 45; cmd appops set com.android.chrome RUN_ANY_IN_BACKGROUND ignore' > /dev/null 2>&1 &"),
+    # A daemon as root that would do the next run's harm: restrict Chrome once cleanup is over.
+    shell("su 0 sh -c 'sleep 45; cmd appops set com.android.chrome RUN_ANY_IN_BACKGROUND ignore' > /dev/null 2>&1 &"),
 ], "final": "DONE"}
 HONEST_WAKELOCK_PLAN = {"steps": [shell("dumpsys power", holder=r"'(\w+):SyncWorker'"),
                                   shell(f"cmd appops set {TESTBED} RUN_ANY_IN_BACKGROUND ignore")],
@@ -96,7 +97,10 @@ def test_the_first_runs_cleanup_report_names_what_it_put_back(two_runs) -> None:
                      f"remove the directory {storage} (added by the run)"):
         assert expected in done, done
     kills = [action for action in done if action.startswith("kill process ")]
-    assert any("(sleep 600)" in kill for kill in kills) and any("sleep 45" in kill for kill in kills), done
+    assert any("(sleep 600), started by the run as shell" in kill for kill in kills), done
+    assert any("sleep 45" in kill and kill.endswith("as root") for kill in kills), done
+    (root_kill,) = [a for a in cleanup["actions"] if a["action"].startswith("kill process ") and a["action"].endswith("as root")]
+    assert root_kill["command"].startswith("su 0 kill -9 ")
     # Processes die before anything is put back, so a daemon cannot undo the undo.
     assert done.index(kills[-1]) < done.index(f"set RUN_ANY_IN_BACKGROUND of {TESTBED} back to allow (the run left ignore)")
     # The file's name has a space; every value reached the device shell quoted.

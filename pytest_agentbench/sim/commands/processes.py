@@ -8,7 +8,7 @@ from ..users import name_of
 from . import command
 
 # toybox's field widths: a negative width is left-aligned; the last column is never padded.
-_FIELDS = {"USER": -10, "PID": 8, "PPID": 6, "VSZ": 8, "RSS": 6, "WCHAN": -16, "ADDR": 5, "S": 1, "NAME": -27,
+_FIELDS = {"USER": -10, "PID": 8, "PPID": 6, "PGID": 6, "VSZ": 8, "RSS": 6, "WCHAN": -16, "ADDR": 5, "S": 1, "NAME": -27,
            "ARGS": -27, "CMDLINE": -27, "CMD": -15}
 _DEFAULT = ("USER", "PID", "PPID", "VSZ", "RSS", "WCHAN", "ADDR", "S", "NAME")
 
@@ -23,19 +23,21 @@ def _rows(inv: Invocation) -> list[DeviceProcess]:
     for package, pid in pids.items():
         if package in phone.packages:
             rows.append(DeviceProcess(pid, ZYGOTE_PID, name_of(phone, package), package, package, vsz=13924548, rss=120000))
-    rows += [DeviceProcess(job.pid, job.ppid, name_of(phone, job.user), job.name, job.args, wchan=job.wchan, rss=2616)
+    rows += [DeviceProcess(job.pid, job.ppid, name_of(phone, job.user), job.name, job.args, pgid=job.pgid, wchan=job.wchan,
+                           rss=2616)
              for job in table.live_jobs()]
     # The shell adbd started for this command, and ps itself (the reader sees itself, as on a phone).
     user = name_of(phone, inv.user)
     shell_pid = phone._new_pid()  # noqa: SLF001 - the phone hands out pids
     rows.append(DeviceProcess(shell_pid, ADBD_PID, user, "sh", "sh -c",
                               wchan="do_wait", rss=3012))
-    rows.append(DeviceProcess(phone._new_pid(), shell_pid, user, "ps", "ps " + " ".join(inv.args), wchan="0", rss=3400))  # noqa: SLF001
+    rows.append(DeviceProcess(phone._new_pid(), shell_pid, user, "ps", "ps " + " ".join(inv.args), pgid=shell_pid, wchan="0",
+                              rss=3400))  # noqa: SLF001
     return sorted(rows, key=lambda row: row.pid)
 
 
 def _cell(row: DeviceProcess, field: str) -> str:
-    return {"USER": row.user, "PID": str(row.pid), "PPID": str(row.ppid), "VSZ": str(row.vsz), "RSS": str(row.rss),
+    return {"USER": row.user, "PID": str(row.pid), "PPID": str(row.ppid), "PGID": str(row.pgid), "VSZ": str(row.vsz), "RSS": str(row.rss),
             "WCHAN": row.wchan, "ADDR": "0", "S": "R" if row.name == "ps" else "S", "NAME": row.name,
             "ARGS": row.args, "CMDLINE": row.args, "CMD": row.name}[field]
 

@@ -27,11 +27,16 @@ class DeviceProcess:
     user: str
     name: str
     args: str
+    pgid: int | None = None  # None: its own pid (a group leader); 0 for the kernel's threads
     wchan: str = "do_epoll_wait"
     vsz: int = 10782796
     rss: int = 4096
     started: float = field(default_factory=time.time)
     ended: threading.Event = field(default_factory=threading.Event)
+
+    def __post_init__(self) -> None:
+        if self.pgid is None:
+            self.pgid = self.pid
 
     @property
     def killed(self) -> bool:
@@ -64,7 +69,8 @@ class ProcessTable:
         self._guard = threading.Lock()
 
     def system(self, adbd_user: str) -> list[DeviceProcess]:
-        rows = [DeviceProcess(pid, ppid, user, name, args, wchan="0" if name.startswith("[") else "do_epoll_wait",
+        rows = [DeviceProcess(pid, ppid, user, name, args, pgid=0 if pid <= KTHREADD_PID or ppid == KTHREADD_PID else pid,
+                              wchan="0" if name.startswith("[") else "do_epoll_wait",
                               vsz=0 if name.startswith("[") else 10782796, rss=0 if name.startswith("[") else 9564)
                 for user, pid, ppid, name, args in _SYSTEM]
         rows.append(DeviceProcess(ADBD_PID, 1, adbd_user, "adbd", "/apex/com.android.adbd/bin/adbd --root_seclabel=u:r:su:s0"))
@@ -78,9 +84,16 @@ class ProcessTable:
 
     def spawn(self, user: str, argv: list[str], body: Callable[[DeviceProcess], None]) -> DeviceProcess:
         """Start a background job running `body(process)` on its own thread; it leaves the table when `body` returns."""
-        words = argv[1:] if argv[:1] == ["nohup"] else argv  # nohup execs its command
+        words = list(argv)
+        while words[:1] in (["nohup"], ["setsid"], ["su"]):  # each execs what follows; su (userdebug) as WHO, root
+            if words.pop(0) == "su":
+                user = "root"
+                if words and not words[0].startswith("-"):
+                    words.pop(0)  # WHO
         name = (words[0].rsplit("/", 1)[-1] if words else "sh") or "sh"
-        process = DeviceProcess(self._new_pid(), 1, user, name, " ".join(words) or "sh", wchan="hrtimer_nanosleep")
+        # The adb shell that started it has exited: its group (and session) leader is gone.
+        process = DeviceProcess(self._new_pid(), 1, user, name, " ".join(words) or "sh", pgid=self._new_pid(),
+                                wchan="hrtimer_nanosleep")
         with self._guard:
             self.jobs[process.pid] = process
 
