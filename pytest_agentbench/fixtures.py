@@ -198,6 +198,7 @@ def agentbench_preflight(agentbench_device: ClaimedDevice, agentbench_run_dir: P
         result = run_preflight(
             agentbench_device.adb, agentbench_device.serial, app=app_given, preflight=preflight_given,
             run_dir=run_dir or agentbench_run_dir, device_reads=reads, baseline_reads=baseline,
+            unfinished_cleanup=agentbench_device.take_unfinished_cleanup(),
         )
         agentbench_device.fingerprint = dict(result.device_fingerprint)
         return result

@@ -219,3 +219,53 @@ def test_the_whole_phone_is_put_back_in_one_round_trip(tmp_path: Path) -> None:
     assert phone.processes.live_jobs() == [] and "com.android.chrome" not in phone.appops.packages
     assert not phone.fs.exists("/sdcard/Download/left")
     assert read_device(adb, "sim", checks.after_reads()).reads.reads[FILES.read.key].text == baseline.reads[FILES.read.key].text
+
+
+def test_what_a_runs_cleanup_could_not_undo_the_next_preflight_retries_before_its_baseline(tmp_path: Path,
+                                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    from test_preflight import PLAYGROUND, _preflight
+
+    from pytest_agentbench.run.preflight import run_preflight
+    from pytest_agentbench.suite import AppSpec
+
+    adb = PhoneAdb(lab_phone())
+    phone = adb.phone
+    checks = suite_checks([], device_wide=True)
+    baseline = read_device(adb, "sim", checks.baseline_reads()).reads
+    phone.shell("cmd appops set com.android.chrome WAKE_LOCK ignore", user="shell")
+    after = read_device(adb, "sim", checks.after_reads()).reads
+    # The app-ops service refuses once (a busy system server): cleanup's undo fails, the op is left and said.
+    real_set = phone.appops.set_mode
+    monkeypatch.setattr(phone.appops, "set_mode", lambda *args: None)
+    unfinished: list = []
+    report = run_cleanup(adb, "sim", checks, before=baseline, after=after, run_dir=tmp_path, unfinished=unfinished)
+    assert report["left"] == ["app-op WAKE_LOCK of com.android.chrome is ignore, was allow"]
+    assert [action.script.text for action in unfinished] == ["cmd appops set com.android.chrome WAKE_LOCK allow"]
+    monkeypatch.setattr(phone.appops, "set_mode", real_set)
+    # The next run's preflight retries it in its reset round trip, before its baseline read: no trip of its own.
+    plain = run_preflight(adb, "sim", app=AppSpec(PLAYGROUND, None), preflight=_preflight(), run_dir=tmp_path / "plain",
+                          baseline_reads=checks.baseline_reads())
+    assert "com.android.chrome" in phone.appops.packages
+    result = run_preflight(adb, "sim", app=AppSpec(PLAYGROUND, None), preflight=_preflight(), run_dir=tmp_path / "next",
+                           baseline_reads=checks.baseline_reads(), unfinished_cleanup=unfinished)
+    assert result.round_trips == plain.round_trips
+    assert [(entry["command"], entry["status"]) for entry in result.retried_cleanup] == [
+        ("cmd appops set com.android.chrome WAKE_LOCK allow", 0)]
+    assert "com.android.chrome" not in phone.appops.packages
+    assert "com.android.chrome" not in result.device_baseline.reads[APPOPS.read.key].text
+    assert "retried the last run's unfinished cleanup: set WAKE_LOCK of com.android.chrome back to allow" in (
+        tmp_path / "next" / "preflight.log").read_text()
+
+
+def test_unfinished_cleanup_passes_from_one_claim_of_a_device_to_the_next_once() -> None:
+    from pytest_agentbench.device.pool import ClaimedDevice
+
+    shared: dict = {}
+    first = ClaimedDevice("sim", None, "scope", {}, None, None, unfinished=shared)  # type: ignore[arg-type]
+    other = ClaimedDevice("other", None, "scope", {}, None, None, unfinished=shared)  # type: ignore[arg-type]
+    first.leave_unfinished_cleanup(("undo",))
+    assert other.take_unfinished_cleanup() == ()
+    second = ClaimedDevice("sim", None, "scope", {}, None, None, unfinished=shared)  # type: ignore[arg-type]
+    assert second.take_unfinished_cleanup() == ("undo",) and second.take_unfinished_cleanup() == ()
+    second.leave_unfinished_cleanup(())
+    assert shared == {}
