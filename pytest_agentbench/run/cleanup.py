@@ -81,7 +81,9 @@ def run_cleanup(
         save_reads(reread, run_dir, "cleanup")
     left = [*plan.unknown, *leftovers(checks.trackers, before, reread)]
     if left and unfinished is not None:
-        unfinished += plan_cleanup(checks.trackers, (), before, reread).actions
+        # Never a kill: by the next run the pid may be another process's.
+        retry = [tracker for tracker in checks.trackers if tracker.source != "processes"]
+        unfinished += plan_cleanup(retry, (), before, reread).actions
     return _report(run_dir, actions, failed, left)
 
 
