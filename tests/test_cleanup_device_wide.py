@@ -269,3 +269,19 @@ def test_unfinished_cleanup_passes_from_one_claim_of_a_device_to_the_next_once()
     assert second.take_unfinished_cleanup() == ("undo",) and second.take_unfinished_cleanup() == ()
     second.leave_unfinished_cleanup(())
     assert shared == {}
+
+
+def test_a_process_that_survived_its_kill_is_reported_and_never_killed_by_the_next_run(tmp_path: Path,
+                                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    adb = PhoneAdb(lab_phone())
+    phone = adb.phone
+    checks = suite_checks([], device_wide=True)
+    baseline = read_device(adb, "sim", checks.baseline_reads()).reads
+    phone.shell("nohup sleep 600 > /dev/null 2>&1 &", user="shell")
+    after = read_device(adb, "sim", checks.after_reads()).reads
+    monkeypatch.setattr(phone.processes, "kill", lambda pid, user: None)  # a process that ignores SIGKILL (uninterruptible)
+    unfinished: list = []
+    report = run_cleanup(adb, "sim", checks, before=baseline, after=after, run_dir=tmp_path, unfinished=unfinished)
+    (left,) = report["left"]
+    assert left.endswith("(sleep 600) started during the run as shell is still running") and report["failed"] == []
+    assert unfinished == []
