@@ -14,14 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agentbench.checks import checks_of_suite
 from pytest_agentbench.device.adb import Adb, AdbEndpoint
 from pytest_agentbench.device.claimlog import CLAIM_LOG_NAME
 from pytest_agentbench.device.pool import ClaimedDevice, DevicePool, candidates_for, ensure_server, share_of
 from pytest_agentbench.device.selection import DeviceEntry, check_no_ios_devices, parse_device_entries, parse_device_option
 from pytest_agentbench.run import shutdown
 from pytest_agentbench.run.artifacts import PrivateDaemon, new_run_dir
-from pytest_agentbench.run.preflight import PreflightResult, run_preflight
+from pytest_agentbench.run.preflight import PreflightResult, preflight_suite, run_preflight
 from pytest_agentbench.session import session_key
 from pytest_agentbench.suite import AppSpec, PreflightSpec, Suite, app_spec, preflight_spec
 from pytest_agentbench.warm.launch import SOCKET_VARIABLE
@@ -183,11 +182,8 @@ def agentbench_preflight(agentbench_device: ClaimedDevice, agentbench_run_dir: P
         preflight: PreflightSpec | dict | None = None,
         run_dir: Path | None = None,
     ) -> PreflightResult:
-        reads, baseline = (), ()
         if suite is not None:
-            app, preflight = suite.app, suite.preflight
-            checks = checks_of_suite(suite)
-            reads, baseline = checks.before_reads(), checks.baseline_reads()
+            return preflight_suite(agentbench_device, suite, run_dir=run_dir or agentbench_run_dir)
         if app is None:
             raise TypeError("agentbench_preflight needs a suite or app=...")
         app_given = app if isinstance(app, AppSpec) else app_spec(app, Path.cwd())
@@ -195,12 +191,7 @@ def agentbench_preflight(agentbench_device: ClaimedDevice, agentbench_run_dir: P
         if agentbench_device.claim is None:
             # Preflight again after an agent ran: the claim was handed over; hold it again first.
             agentbench_device.take_back()
-        result = run_preflight(
-            agentbench_device.adb, agentbench_device.serial, app=app_given, preflight=preflight_given,
-            run_dir=run_dir or agentbench_run_dir, device_reads=reads, baseline_reads=baseline,
-            unfinished_cleanup=agentbench_device.take_unfinished_cleanup(),
-        )
-        agentbench_device.fingerprint = dict(result.device_fingerprint)
-        return result
+        return run_preflight(agentbench_device.adb, agentbench_device.serial, app=app_given, preflight=preflight_given,
+                             run_dir=run_dir or agentbench_run_dir)
 
     return prepare

@@ -1,4 +1,4 @@
-"""--agentbench-prove: a suite -> one pytest item per scenario (pass, each fail, fresh state): preflight -> scenario -> post-run reads -> the suite's checks, no agent.
+"""--agentbench-prove: one scenario of a suite (pass, a fail, fresh state) on a claimed phone -> preflight, the scenario, post-run reads, the suite's checks judged; no agent.
 
 Each item goes through the same preflight, post-run reads and cleanup as a measured run
 (`run.execute.finish_device_work`), so what is proven is what a run judges, and the phone is clean
@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,10 +20,9 @@ import anyio
 import pytest
 
 from pytest_agentbench.agents.plan import fill_placeholders
-from pytest_agentbench.audit.prove import Scenario, judge, scenarios_of
+from pytest_agentbench.audit.prove import Scenario, judge
 from pytest_agentbench.audit.verdict import state_checks
 from pytest_agentbench.errors import ProveFailed
-from pytest_agentbench.plugin import SuiteItem
 from pytest_agentbench.report.text import cleanup_section
 from pytest_agentbench.run.artifacts import RunArtifacts
 from pytest_agentbench.run.execute import finish_device_work
@@ -42,38 +40,10 @@ SECTION = "agentbench prove"
 ADB_STEP_TIMEOUT_S = 60.0
 
 
-def prove_items(parent: pytest.Collector, suite: Suite) -> Iterator[pytest.Item]:
-    """The prove items of one suite, named `<suite>[prove-pass]`, `[prove-fail-<name>]`, `[prove-fresh]`."""
-    if not suite.prove:
-        yield ProveItem.from_parent(parent, name=f"{suite.name}[prove-pass]", suite=suite, scenario=None)
-    for scenario in scenarios_of(suite):
-        yield ProveItem.from_parent(parent, name=f"{suite.name}[{scenario.item_name}]", suite=suite, scenario=scenario)
-
-
-class ProveItem(SuiteItem):
-    """One prove scenario of a suite; `scenario` None marks a suite without a `prove:` block (skipped)."""
-
-    RUN_FIXTURES = ("agentbench_device", "agentbench_run_dir", "agentbench_preflight")
-
-    def __init__(self, *, scenario: Scenario | None, **kwargs: Any) -> None:
-        self.scenario = scenario
-        super().__init__(**kwargs)
-
-    def fixture_names(self) -> tuple[str, ...]:
-        return () if self.scenario is None else self.RUN_FIXTURES
-
-    def runtest(self) -> None:
-        if self.scenario is None:
-            pytest.skip(f"{self.suite.name} has no prove: block, so its checks have a fresh-state proof only")
-        run_prove_item(self)
-
-    def reportinfo(self) -> tuple[Path, int, str]:
-        return self.path, self.suite.line, f"prove: {self.suite.name} {self.scenario.item_name if self.scenario else ''}"
-
-
-def run_prove_item(item: ProveItem) -> None:
+def run_prove_item(item: pytest.Item) -> None:
     """Preflight, play the scenario, read the device, clean up, judge; raise ProveFailed when the proof fails."""
-    suite, scenario = item.suite, item.scenario
+    suite: Suite = item.suite  # type: ignore[attr-defined]
+    scenario: Scenario | None = item.scenario  # type: ignore[attr-defined]
     assert scenario is not None
     device: ClaimedDevice = item.funcargs["agentbench_device"]
     run_dir: Path = item.funcargs["agentbench_run_dir"]

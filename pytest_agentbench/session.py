@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.errors import ConfigError
+from pytest_agentbench.errors import ConfigError, SavedRunError
 from pytest_agentbench.options import AgentbenchOptions
+from pytest_agentbench.records.result import RunResult
 from pytest_agentbench.report.ab import ABReport, comparison_block, compare_with, load_session_document, render_comparison
 from pytest_agentbench.report.aggregate import (
     SessionStatistics,
@@ -194,9 +195,10 @@ def _failure_reason(report: pytest.TestReport) -> str:
 
 
 def _load_result(path: str) -> dict[str, Any] | None:
+    # Read through the one reader of result.json; the summary's sections still take its JSON form.
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return RunResult.read(Path(path)).to_json()
+    except SavedRunError:
         return None
 
 

@@ -136,27 +136,45 @@ def start_private_adb_server(log_dir: Path) -> Iterator[PrivateAdbServer]:
     adb = adb_binary()
     if adb is None:
         pytest.skip("no adb executable (install Debian's `adb` package)")
-    port = free_port()
-    log_path = Path(log_dir) / f"adb-server-{port}.log"
-    env = dict(os.environ)
-    env.pop("ADB_SERVER_SOCKET", None)
-    env["ANDROID_ADB_SERVER_PORT"] = str(port)
-    with open(log_path, "wb") as log:
-        # nodaemon keeps the server our child, so we own its pid and can stop it by process group.
-        process = subprocess.Popen(
-            [adb, "-P", str(port), "nodaemon", "server"], env=env, stdin=subprocess.DEVNULL,
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )
-    server = PrivateAdbServer(port, AdbEndpoint("127.0.0.1", port), process, log_path, adb)
+    server = _started_server(adb, Path(log_dir))
     try:
-        deadline = time.monotonic() + 15
-        while not server.client().server_running():
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"private adb server on {port} did not start: {log_path.read_text(errors='replace')[-2000:]}")
-            time.sleep(0.05)
         yield server
     finally:
         server.stop()
+
+
+#: A free port can be taken between probing it and the server binding it; so many tries, then fail.
+_START_TRIES = 3
+
+
+def _started_server(adb: str, log_dir: Path, *, home: Path | None = None) -> PrivateAdbServer:
+    """`adb nodaemon server` answering on a free port; a port lost to a race is retried on another."""
+    problems = []
+    for _ in range(_START_TRIES):
+        port = free_port()
+        log_path = log_dir / f"adb-server-{port}.log"
+        env = dict(os.environ)
+        env.pop("ADB_SERVER_SOCKET", None)
+        env["ANDROID_ADB_SERVER_PORT"] = str(port)
+        if home is not None:
+            env["HOME"] = str(home)
+        with open(log_path, "wb") as log:
+            # nodaemon keeps the server our child, so we own its pid and can stop it by process group.
+            process = subprocess.Popen(
+                [adb, "-P", str(port), "nodaemon", "server"], env=env, stdin=subprocess.DEVNULL,
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            )
+        server = PrivateAdbServer(port, AdbEndpoint("127.0.0.1", port), process, log_path, adb)
+        deadline = time.monotonic() + 15
+        while not server.client().server_running():
+            if process.poll() is not None or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        else:
+            return server
+        server.stop()
+        problems.append(f"port {port}: {log_path.read_text(errors='replace')[-500:]}")
+    raise RuntimeError("private adb server did not start:\n" + "\n".join(problems))
 
 
 @pytest.fixture

@@ -94,3 +94,37 @@ def no_process_left_behind() -> Iterator[None]:
     if left:
         shown = "\n".join(f"  process group {pgid}:\n" + "\n".join(f"    {line}" for line in members) for pgid, members in sorted(left.items()))
         pytest.fail(f"processes started by the tests are still alive after the session:\n{shown}", pytrace=False)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def every_result_reads_back_to_itself() -> Iterator[list[Path]]:
+    """The golden rule of result.json: every document a test session writes satisfies `to_json(from_json(doc)) == doc`.
+
+    Checked as each document is written (in-process runs: pytester's inline sessions and the
+    plugin under test), so a test that later tampers with a saved run does not count; the
+    session fails at its end naming each document that did not read back to itself.
+    """
+    import json
+
+    from pytest_agentbench.records.result import RunResult
+
+    original = RunResult.write
+    written: list[Path] = []
+    differing: list[str] = []
+
+    def write(self: RunResult, path: Path) -> None:
+        original(self, path)
+        document = json.loads(Path(path).read_text(encoding="utf-8"))
+        written.append(Path(path))
+        again = RunResult.from_json(document).to_json()
+        if again != document:
+            keys = sorted(key for key in set(document) | set(again) if document.get(key) != again.get(key))
+            differing.append(f"{path}: {', '.join(keys)}")
+
+    RunResult.write = write  # type: ignore[method-assign]
+    try:
+        yield written
+    finally:
+        RunResult.write = original  # type: ignore[method-assign]
+    if differing:
+        pytest.fail("result.json documents that do not read back to themselves:\n  " + "\n  ".join(differing), pytrace=False)

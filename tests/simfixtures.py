@@ -6,7 +6,6 @@ import collections
 import os
 import shlex
 import shutil
-import socket
 import stat
 import subprocess
 import threading
@@ -17,17 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from adbserver import _started_server
+
 ADB = shutil.which("adb") or "/usr/bin/adb"
-
-
-def free_port() -> int:
-    """Return a loopback port nothing listens on right now (outside adb's 5555-5585 emulator scan)."""
-    while True:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
-        if not 5554 <= port <= 5585:
-            return port
 
 
 @dataclass
@@ -82,13 +73,11 @@ def private_adb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrivateAdb
     if not os.path.exists(ADB):
         pytest.skip("the adb command line is not installed")
     home = tmp_path_factory.mktemp("adb-home")
-    adb = PrivateAdb(port=free_port(), home=home)
-    started = adb.run("start-server")
-    assert started.returncode == 0, started.stderr
+    server = _started_server(ADB, home, home=home)
     try:
-        yield adb
+        yield PrivateAdb(port=server.port, home=home)
     finally:
-        adb.run("kill-server")
+        server.stop()
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_agentbench.audit.verdict import audit_run
-from pytest_agentbench.run.record import ProcessOutcome, Run, ScreenSnapshot
+from pytest_agentbench.records.run import ProcessOutcome, Run, ScreenSnapshot
 from pytest_agentbench.device.uiautomator import UiNode
 from pytest_agentbench.suite import AppSpec, ClaudeSpec, PreflightSpec, Suite, VerifySpec
 from pytest_agentbench.audit.transcript import (

@@ -264,11 +264,11 @@ def test_unfinished_cleanup_passes_from_one_claim_of_a_device_to_the_next_once()
     from pytest_agentbench.device.pool import ClaimedDevice
 
     shared: dict = {}
-    first = ClaimedDevice("sim", None, "scope", {}, None, None, unfinished=shared)  # type: ignore[arg-type]
-    other = ClaimedDevice("other", None, "scope", {}, None, None, unfinished=shared)  # type: ignore[arg-type]
+    first = ClaimedDevice("sim", None, "scope", None, None, unfinished=shared)  # type: ignore[arg-type]
+    other = ClaimedDevice("other", None, "scope", None, None, unfinished=shared)  # type: ignore[arg-type]
     first.leave_unfinished_cleanup(("undo",))
     assert other.take_unfinished_cleanup() == ()
-    second = ClaimedDevice("sim", None, "scope", {}, None, None, unfinished=shared)  # type: ignore[arg-type]
+    second = ClaimedDevice("sim", None, "scope", None, None, unfinished=shared)  # type: ignore[arg-type]
     assert second.take_unfinished_cleanup() == ("undo",) and second.take_unfinished_cleanup() == ()
     second.leave_unfinished_cleanup(())
     assert shared == {}

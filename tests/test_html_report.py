@@ -333,7 +333,7 @@ def test_a_page_that_cannot_be_written_is_one_red_line_not_a_traceback(pytester:
 
 
 def test_a_run_with_a_baseline_shows_the_sequence_diff_the_deltas_and_the_flags(tmp_path: Path) -> None:
-    from pytest_agentbench.report.document import build_result_document
+    from resultdoc import result_document as build_result_document
 
     run_dir = _run_dir(tmp_path, _events(("observe", {}, "ok", False)))
     audit = {"verdict": {"status": "passed", "reasons": []}, "checks": [], "stumbles": [],

@@ -17,11 +17,16 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("device",),
     ("servers",),
     ("checks",),
+    # The records that cross stage boundaries hold a Suite, screen nodes and device reads, so they
+    # sit just above the stages that make those parts and below every stage that passes a run on.
+    ("records",),
     ("run",),
     ("audit",),
     ("baseline",),
     ("report",),
-    ("plugin", "session", "options", "fixtures", "outcome", "rerender", "htmlreport", "prove", "progress"),
+    # The one path from a finished run to its result: above the report, below the glue.
+    ("pipeline",),
+    ("plugin", "session", "options", "fixtures", "items", "outcome", "htmlreport", "prove", "progress"),
 )
 # Products that stand alone: they may use the stages (the MCP server drives devices, the agents
 # parse transcripts), but no stage below the glue may depend on them.
@@ -105,3 +110,95 @@ def test_the_contract_catches_an_upward_import(tmp_path: Path, source: str, mess
     module.write_text(source, encoding="utf-8")
     problems = _violations(module, root=tmp_path)
     assert len(problems) == 1 and message in problems[0]
+
+
+def _module_graph(root: Path = PACKAGE_ROOT) -> dict[str, set[str]]:
+    """Module -> the package modules it imports (anywhere in it: inside functions and TYPE_CHECKING too)."""
+    names = {}
+    for path in _modules():
+        parts = path.relative_to(root.parent).with_suffix("").parts
+        names[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+
+    def resolve(name: str) -> str | None:
+        while name and name not in names:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {}
+    for name, path in names.items():
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and node.module.startswith("pytest_agentbench"):
+                targets |= {found for alias in node.names if (found := resolve(f"{node.module}.{alias.name}"))}
+            elif isinstance(node, ast.Import):
+                targets |= {found for alias in node.names if alias.name.startswith("pytest_agentbench") and (found := resolve(alias.name))}
+        graph[name] = targets - {name}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for start in graph:
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+# The only import circle allowed: `python -m pytest_agentbench.mcp_server` and the warm-start
+# entry table name each other on purpose (the table lists the entry points it can fork).
+ALLOWED_CYCLES = [["pytest_agentbench.mcp_server.__main__", "pytest_agentbench.warm.entry"]]
+
+
+def test_no_import_circles_but_the_entry_pair() -> None:
+    cycles = [cycle for cycle in _cycles(_module_graph()) if cycle not in ALLOWED_CYCLES]
+    assert cycles == []
+
+
+def test_the_circle_finder_finds_a_circle() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_nothing_below_the_glue_imports_pytest() -> None:
+    # The pipeline and every stage run without pytest (a script, a notebook, another runner).
+    below = [path for path in _modules() if _unit("pytest_agentbench." + ".".join(path.relative_to(PACKAGE_ROOT).with_suffix("").parts)) not in GLUE]
+    offenders = []
+    for path in below:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            if any(name == "pytest" or name.startswith(("pytest.", "_pytest")) for name in names):
+                offenders.append(str(path.relative_to(PACKAGE_ROOT)))
+    assert offenders == []

@@ -62,7 +62,7 @@ def test_a_no_shell_suite_fails_a_run_that_used_the_shell_and_the_reason_names_t
 
 
 def test_device_checks_reach_the_verdict_and_a_missing_after_read_fails_them() -> None:
-    from pytest_agentbench.run.record import DeviceState
+    from pytest_agentbench.records.run import DeviceState
 
     suite = make_suite()
     with_device = dataclasses.replace(suite, verify=VerifySpec(("EXPECTED_COUNT: 3",), (), device=(FIVE_CHECKS[3],)))

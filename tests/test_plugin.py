@@ -247,14 +247,12 @@ def agentbench_preflight(agentbench_device):
 
 @pytest.fixture(autouse=True)
 def fake_run_module(monkeypatch):
-    # Stand in for pytest_agentbench.outcome so the item's real-run path can be observed here.
-    module = types.ModuleType("pytest_agentbench.outcome")
+    # Stand in for the item's real run so its fixtures can be observed here.
     def run_suite_item(item):
         EVENTS.append("run " + item.suite.name + " " + ",".join(sorted(item.funcargs)))
         assert item.funcargs["agentbench_device"] == "emulator-5554"
         assert item.funcargs["agentbench_preflight"] == "preflighted"
-    module.run_suite_item = run_suite_item
-    monkeypatch.setitem(sys.modules, "pytest_agentbench.outcome", module)
+    monkeypatch.setattr("pytest_agentbench.items.run_suite_item", run_suite_item)
 
 def pytest_sessionfinish(session):
     print("EVENTS:", "|".join(EVENTS))

@@ -10,7 +10,8 @@ import yaml
 from pytest_agentbench.audit.verdict import Audit, Check, Stumble, Verdict
 from pytest_agentbench.baseline.snippet import build_baseline_block, render_snippet, snippet_blockers
 from pytest_agentbench.run.server_build import server_build_fingerprint
-from pytest_agentbench.report.document import build_result_document, build_session_document, scrub
+from pytest_agentbench.report.document import build_session_document, scrub
+from resultdoc import result_document as build_result_document
 from pytest_agentbench.report.summary import render_summary_table, render_verbose_details, verdict_line
 from pytest_agentbench.report.text import render_text_report
 
@@ -361,3 +362,19 @@ def test_no_planted_secret_reaches_snippet_result_or_terminal(tmp_path):
             assert secret not in text, f"{secret} leaked into {name}"
     assert yaml.safe_load(snippet)["baseline"]["serverBuild"] == build.digest
     assert document["fingerprints"]["serverBuildComponents"]["provider.credential"] == "ANTHROPIC_API_KEY,CLAUDE_CODE_OAUTH_TOKEN"
+
+
+@pytest.mark.parametrize(("recorded", "now", "shown"), [
+    ("failed", "passed", "Re-render: ! the verdict differs from the one recorded live (FAILED -> PASSED)"),
+    ("passed", "incomplete", "Re-render: ! the verdict differs from the one recorded live (PASSED -> INCOMPLETE)"),
+    ("passed", "passed", None),
+])
+def test_a_rerender_says_when_its_verdict_differs_from_the_recorded_one(recorded, now, shown):
+    document = _document()
+    document["verdict"] = {"status": now, "reasons": [] if now == "passed" else ["why"]}
+    document["rerendered"] = {"scoringCode": "x", "verdictWhenRecorded": {"status": recorded, "reasons": []}}
+    text = render_text_report(document)
+    if shown is None:
+        assert "Re-render:" not in text
+    else:
+        assert shown in text.splitlines()

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from pytest_agentbench.audit.scoring import scoring_code_digest
+from pytest_agentbench.records import RunResult
 
 from adbserver import module_adb_server  # noqa: F401  (fixture)
 from fakeagents import copy_benchmark_parts
@@ -83,6 +84,10 @@ def saved(module_adb_server, tmp_path_factory) -> tuple[Path, Session]:
     )
     assert session.ret == 1, session.stdout
     assert session.document["counts"] == {"passed": 1, "failed": 1, "incomplete": 0}
+    for run in session.document["runs"]:
+        # A session in a child process writes result.json too: the golden rule holds there as well.
+        written = json.loads((Path(run["runDirectory"]) / "result.json").read_text(encoding="utf-8"))
+        assert RunResult.from_json(written).to_json() == written == run
     return root, session
 
 
@@ -133,13 +138,17 @@ def test_from_result(saved, tmp_path, suite, doctor, target, status, ret):
     assert result["rerendered"]["verdictWhenRecorded"] == recorded["verdict"]
     if doctor is as_is:
         assert result["verdict"] == recorded["verdict"]
+        # The same verdict, metrics, checks and flags as the live run (the re-render measures nothing).
+        assert (result["metrics"], result["checks"], result["comparison"]) == (recorded["metrics"], recorded["checks"], recorded["comparison"])
         assert rerun.report_of(suite) == original.report_of(suite)
         assert f"{status.upper()} {recorded['nodeid']}" in rerun.stdout
     elif doctor is corrupt_transcript:
-        (reason,) = result["verdict"]["reasons"]
-        assert reason.startswith(expected), reason
+        # The transcript is sealed: a changed one is named first, and what it now says follows.
+        sealed, parsed = result["verdict"]["reasons"]
+        assert sealed.startswith("the audit's inputs do not match their seals: claude.jsonl changed"), sealed
+        assert parsed.startswith(expected), parsed
         assert f"INCOMPLETE {recorded['nodeid']}" in rerun.stdout
-        assert f"{suite}[{run_dir.name}] - incomplete: {reason}" in rerun.stdout
+        assert f"{suite}[{run_dir.name}] - incomplete: {sealed}; {parsed}" in rerun.stdout
     else:
         assert expected in rerun.report_of(suite)
         assert expected not in original.report_of(suite)

@@ -21,7 +21,7 @@ VERDICT_RULES = (
     "servers/probe.py",          # which tools count as device use
     "baseline/compare.py",       # the comparison shown beside the verdict
     "run/saved.py",              # how a saved run is rebuilt for a re-audit
-    "run/record.py",             # the audit's inputs
+    "records/run.py",            # the audit's inputs
     "suite/load.py",             # what a suite asks for
 )
 NOT_SCORING = ("report/summary.py", "sim/phone.py", "mcp_server/server.py", "run/runner.py")

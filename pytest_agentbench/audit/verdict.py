@@ -34,18 +34,17 @@ from pytest_agentbench.audit.transcript import short_tool_name
 from pytest_agentbench.checks import CheckContext, evaluate, parse_device_checks
 from pytest_agentbench.checks.base import Check
 from pytest_agentbench.device.uiautomator import app_texts, screen_includes
-from pytest_agentbench.run.record import DeviceState, ProcessOutcome, Run, ScreenSnapshot
+from pytest_agentbench.records.audit import Audit, Stumble, Verdict, VerdictStatus
+from pytest_agentbench.records.run import DeviceState, ProcessOutcome, Run, ScreenSnapshot
 
 if TYPE_CHECKING:
     from pytest_agentbench.audit.transcript import ToolCall, Transcript
     from pytest_agentbench.suite import Suite
 
-VerdictStatus = Literal["passed", "failed", "incomplete"]
 #: Check kinds besides the device check kinds of `checks.KINDS`.
 CheckKind = Literal["answer", "screen", "device-use", "no-shell"]
 #: Claude Code's own tools that run commands; a server's shells come from its profile and schemas.
 BUILTIN_SHELL_TOOLS = frozenset({"Bash", "PowerShell"})
-StumbleKind = Literal["tool-error", "failure-pattern", "permission-denial", "recovery"]
 # Reports (transcript.AgentReport kinds) of agentbench-agent that become stumbles: the agent
 # repaired its model's output or asked again ("recovery"), or refused a model's call ("tool-error").
 _RECOVERY_REPORTS = frozenset({"recovery", "retry"})
@@ -53,34 +52,6 @@ _TOOL_ERROR_REPORTS = frozenset({"action-error"})
 
 # Results and replies are quoted in reasons; long ones are cut so a report stays readable.
 _DETAIL_CHARS = 300
-
-
-@dataclass(frozen=True)
-class Stumble:
-    """A reported, unscored difficulty: an error result, a failure pattern, a permission denial."""
-
-    kind: StumbleKind
-    tool: str
-    detail: str
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """The run's verdict and the reasons for it (empty when passed)."""
-
-    status: VerdictStatus
-    reasons: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Audit:
-    """Everything the audit concluded about one run."""
-
-    verdict: Verdict
-    checks: tuple[Check, ...]
-    stumbles: tuple[Stumble, ...]
-    metrics: dict
-    tool_sequence: tuple[str, ...]
 
 
 def _cut(text: str, limit: int = _DETAIL_CHARS) -> str:
@@ -358,6 +329,9 @@ def audit_run(run: Run, transcript: Transcript) -> Audit:
     stumbles = stumbles_of(suite, transcript)
     failed = [failed_reason(check) for check in checks if not check.passed]
     incomplete = incomplete_reasons(suite=suite, transcript=transcript, process=run.process)
+    if run.seal_problems:
+        # Evidence that is not what the harness sealed proves nothing either way.
+        incomplete = [f"the audit's inputs do not match their seals: {'; '.join(run.seal_problems)}", *incomplete]
     # Not the agent's doing: the device vanished, or the harness could not tell which tools act
     # on a device (so a failed device-use check proves nothing).
     if not incomplete and run.device_lost:

@@ -6,6 +6,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from pytest_agentbench.records.comparison import (  # noqa: F401 (re-exported: the report formats with them)
+    BaselineComparison, ComparabilityFlag, DiffLine, FlagKind, MetricRow, format_delta, format_number,
+)
 from pytest_agentbench.run.fingerprints import is_unknown
 
 # Scalar metrics in the order the report shows them; per-tool counts follow as `toolCounts.<tool>`.
@@ -24,48 +27,8 @@ SCALAR_METRICS: tuple[str, ...] = (
     "recoveries",
 )
 
-FlagKind = Literal["app-build", "suite-digest", "device", "cli-version", "server-build", "model"]
-
 
 # --------------------------------------------------------------------------- metric rows
-
-
-@dataclass(frozen=True)
-class MetricRow:
-    """One metric of a run next to its baseline value; `delta` is None when either side is missing."""
-
-    name: str
-    actual: float | int | None
-    baseline: float | int | None
-    delta: float | int | None
-    delta_percent: float | None
-
-    def format_delta(self) -> str:
-        """Signed delta with percent, e.g. `+2 (+40.0%)`, `0`, `-0.013 (-10.0%)`, `n/a`."""
-        return format_delta(self.delta, self.delta_percent)
-
-
-def format_delta(delta: float | int | None, delta_percent: float | None) -> str:
-    """Signed delta with percent, e.g. `+2 (+40.0%)`, `0`, `-0.013 (-10.0%)`, `n/a` when either side is missing."""
-    if delta is None:
-        return "n/a"
-    if delta == 0:
-        return "0"
-    text = format_number(delta, signed=True)
-    return text if delta_percent is None else f"{text} ({delta_percent:+.1f}%)"
-
-
-def format_number(value: float | int | None, *, signed: bool = False) -> str:
-    """Render a metric value: integers as is, floats with at most 4 decimals (no float noise)."""
-    if value is None:
-        return "-"
-    if isinstance(value, bool):
-        value = int(value)
-    if isinstance(value, float) and not value.is_integer():
-        text = f"{value:+.4f}" if signed else f"{value:.4f}"
-        return text.rstrip("0").rstrip(".")
-    number = int(value)
-    return f"{number:+d}" if signed else str(number)
 
 
 def _delta(actual: Any, baseline: Any) -> tuple[float | int | None, float | None]:
@@ -113,18 +76,6 @@ def metric_rows(actual: Mapping[str, Any], baseline: Mapping[str, Any] | None) -
 # --------------------------------------------------------------------------- sequence diff
 
 
-@dataclass(frozen=True)
-class DiffLine:
-    """One line of the tool-sequence diff: `" "` in both, `"-"` baseline call skipped, `"+"` extra call."""
-
-    op: Literal[" ", "-", "+"]
-    tool: str
-
-    def render(self) -> str:
-        """The line as the report prints it (`"  observe"`, `"- tapOn"`, `"+ swipeOn"`)."""
-        return f"{self.op} {self.tool}"
-
-
 def sequence_diff(baseline: Sequence[str], actual: Sequence[str]) -> tuple[DiffLine, ...]:
     """Longest-common-subsequence diff of two tool sequences.
 
@@ -167,14 +118,6 @@ def sequence_diff(baseline: Sequence[str], actual: Sequence[str]) -> tuple[DiffL
 
 
 # --------------------------------------------------------------------------- comparability
-
-
-@dataclass(frozen=True)
-class ComparabilityFlag:
-    """A reason a run's deltas may not compare like with like; `message` says what differs, old -> new."""
-
-    kind: FlagKind
-    message: str
 
 
 FLAG_ABBREVIATIONS: dict[str, str] = {
@@ -255,3 +198,28 @@ def comparability_flags(
     if is_unknown(old_model) or is_unknown(new_model) or old_model != new_model:
         flags.append(ComparabilityFlag("model", f"observed model differs: {_show(old_model)} -> {_show(new_model)}"))
     return tuple(flags)
+
+
+def compare(
+    baseline: Mapping[str, Any] | None,
+    baseline_tool_sequence: Sequence[str],
+    metrics: Mapping[str, Any],
+    tool_sequence: Sequence[str],
+    current: Mapping[str, Any],
+) -> BaselineComparison:
+    """A run against the suite's recorded baseline: metric rows, the sequence diff, comparability flags.
+
+    Args:
+        baseline: The suite's `baseline` block, or None/empty (then nothing is compared, but the
+            metric rows still list this run's metrics).
+        baseline_tool_sequence: The suite's `baselineToolSequence`.
+        metrics: This run's metrics.
+        tool_sequence: This run's short tool names, in call order.
+        current: This run's fingerprints (`Fingerprints.comparable()`).
+    """
+    has_baseline = bool(baseline)
+    return BaselineComparison(
+        flags=comparability_flags(baseline, current),
+        metric_rows=metric_rows(metrics, (baseline or {}).get("metrics") if has_baseline else None),
+        sequence_diff=sequence_diff(list(baseline_tool_sequence), list(tool_sequence)) if has_baseline else (),
+    )

@@ -122,7 +122,7 @@ class DevicePool:
                 except BaseException:
                     lock.release()
                     raise
-                return ClaimedDevice(serial=serial, adb=candidate.adb, scope=scope, fingerprint={}, lock=lock, claim=claim,
+                return ClaimedDevice(serial=serial, adb=candidate.adb, scope=scope, lock=lock, claim=claim,
                                      unfinished=self.unfinished_cleanup)
             if not sibling_holds or time.monotonic() >= deadline:
                 raise DeviceBusy("; ".join(refusals) or "no candidate device")
@@ -141,8 +141,6 @@ class ClaimedDevice:
     serial: str
     adb: Adb
     scope: str
-    #: The device fingerprint, read afresh by every preflight (empty until the first one).
-    fingerprint: dict[str, str]
     lock: Claim
     claim: Claim | None
     #: The session's unfinished cleanup per device (`DevicePool.unfinished_cleanup`), shared by its claims.

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tabulate import tabulate
 
 from pytest_agentbench.baseline.compare import format_delta, format_number
 from pytest_agentbench.report.document import verdict_status
+
+if TYPE_CHECKING:
+    from pytest_agentbench.audit.transcript import Transcript
 
 _SEEN_CHARS = 240
 
@@ -159,6 +163,10 @@ def render_text_report(result: Mapping[str, Any], *, current_scoring_code: str |
     verdict = result.get("verdict") or {}
     lines = [f"{result.get('suite', '?')}: {verdict_status(result).upper()}"]
     lines += [f"  - {reason}" for reason in verdict.get("reasons") or []]
+    recorded = ((result.get("rerendered") or {}).get("verdictWhenRecorded") or {}).get("status")
+    if recorded and recorded != verdict_status(result):
+        # A saved run judged differently today: say so, whichever way it moved.
+        lines.append(f"Re-render: ! the verdict differs from the one recorded live ({recorded.upper()} -> {verdict_status(result).upper()})")
     serial = (result.get("device") or {}).get("serial")
     model = (result.get("fingerprints") or {}).get("observedModel")
     cli = (result.get("fingerprints") or {}).get("claudeCodeVersion")
@@ -178,3 +186,15 @@ def render_text_report(result: Mapping[str, Any], *, current_scoring_code: str |
         lines.append(f"Scoring code: {scoring or 'unknown'}")
     lines.append(f"Run directory: {result.get('runDirectory')}")
     return "\n".join(lines) + "\n"
+
+
+def transcript_tail(transcript: Transcript, limit: int = 30) -> str:
+    """The last tool calls (and the final reply) of a transcript, one line each, for a failure report."""
+    lines = []
+    for call in transcript.tool_calls[-limit:]:
+        shown = "(no result)" if call.result_text is None else " ".join(call.result_text.split())[:160]
+        marker = "!" if call.is_error else " "
+        lines.append(f"{marker} {call.name}({json.dumps(call.input, ensure_ascii=False)[:120]}) -> {shown}")
+    if transcript.final_text:
+        lines.append("final: " + " | ".join(transcript.final_text.strip().splitlines()[-4:]))
+    return "\n".join(lines)

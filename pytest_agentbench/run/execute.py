@@ -6,6 +6,7 @@ Nothing here judges the run: `audit.verdict.audit_run` does, from the Run record
 from __future__ import annotations
 
 import glob
+import json
 import secrets
 import shutil
 import tempfile
@@ -19,18 +20,19 @@ from pytest_agentbench.checks import checks_of_suite
 from pytest_agentbench.errors import AgentbenchError, AgentProcessError
 from pytest_agentbench.run.artifacts import PrivateDaemon, RunArtifacts, agent_workdir_parent, write_run_files
 from pytest_agentbench.run.cleanup import run_cleanup
-from pytest_agentbench.run.fingerprints import requested_model
+from pytest_agentbench.run.fingerprints import requested_model, suite_digest
 from pytest_agentbench.run.invocation import Invocation, InvocationOptions, build_invocation
 from pytest_agentbench.run.postrun import PostRunState, read_post_run_state, stop_run_daemons
-from pytest_agentbench.run.record import ProcessOutcome, Run
+from pytest_agentbench.records.run import ProcessOutcome, Run
 from pytest_agentbench.run.runner import StreamProgress, run_agent
-from pytest_agentbench.run.server_build import ServerBuild, adb_client_versions, server_build_fingerprint
+from pytest_agentbench.run.seal import seal
+from pytest_agentbench.run.preflight import preflight_suite
+from pytest_agentbench.run.server_build import ServerBuild, adb_client_versions, agent_cli_version, server_build_fingerprint
 from pytest_agentbench.servers.probe import ToolClasses, probe_tools
 
 if TYPE_CHECKING:
     from pytest_agentbench.checks.base import DeviceReads
     from pytest_agentbench.device.pool import ClaimedDevice
-    from pytest_agentbench.run.preflight import PreflightResult
     from pytest_agentbench.servers import ServerProfile
     from pytest_agentbench.suite import Suite
 
@@ -118,7 +120,6 @@ def measure_run(
     device: ClaimedDevice,
     run_dir: Path,
     daemon: PrivateDaemon,
-    preflight: Callable[..., PreflightResult],
     options: InvocationOptions,
     profile: ServerProfile,
     cache: dict,
@@ -127,14 +128,13 @@ def measure_run(
     nodeid: str | None = None,
     progress: Callable[[StreamProgress], None] | None = None,
 ) -> Run:
-    """One attempt: preflight, the measured agent run and the post-run reads.
+    """One attempt: preflight, the measured agent run, the post-run reads and the fingerprints -> a complete Run.
 
     Args:
         suite: The suite to run.
         device: The claimed device (its claim is handed to the agent's server and taken back).
         run_dir: This attempt's run directory.
         daemon: The MCP server's private state directories for this run.
-        preflight: The `agentbench_preflight` factory.
         options: The session's options (`--claude`, `--model`, `--server-instructions`).
         profile: The MCP server profile.
         cache: A session-wide dict for what is computed once (tools listing, server build).
@@ -144,14 +144,16 @@ def measure_run(
         progress: Called while the agent runs with the stream so far (tool calls, seconds).
 
     Returns:
-        The Run record, ready for `audit_run`.
+        The complete Run record, ready for `pipeline.conclude`.
 
     Raises:
         PreflightError, DeviceUnavailable: The device could not be put into the start state.
     """
     artifacts = RunArtifacts(run_dir)
     clock = time.monotonic()
-    prepared = preflight(suite, run_dir=run_dir)
+    prepared = preflight_suite(device, suite, run_dir=run_dir)
+    # The before-snapshot is sealed before any agent runs: whatever touches it later is caught.
+    sealed_before_agent = seal(run_dir)
     harness = {"preflightSeconds": _since(clock)}
     clock = time.monotonic()
     workdir = Path(tempfile.mkdtemp(prefix="agentbench-agent-", dir=agent_workdir_parent(project_root)))
@@ -213,7 +215,27 @@ def measure_run(
         shell_tools=tools.shell | {f"mcp__{profile.name}__{tool}" for tool in profile.shell_tools},
         cleanup=cleanup,
         harness_seconds=harness,
+        # The declaration, not the instance's values: seeded instances of a suite share one digest.
+        suite_digest=suite_digest(suite.declared.raw, prompt_text=suite.declared.prompt_text, model_override=options.model),
+        sealed_before_agent=sealed_before_agent,
+        cli_version=agent_cli_version(stream_cli_version(artifacts.transcript), options.claude, cache),
     )
+
+
+def stream_cli_version(transcript: Path, limit: int = 65536) -> str | None:
+    """The CLI version the stream's first line (Claude Code's init event) names, read from at most `limit` bytes.
+
+    Only the first line is read, so the transcript is not parsed twice; `<claude> --version`
+    runs only for an agent whose stream names no version.
+    """
+    try:
+        with transcript.open("rb") as stream:
+            first = stream.readline(limit)
+        event = json.loads(first)
+    except (OSError, ValueError):
+        return None
+    version = event.get("claude_code_version") if isinstance(event, dict) and event.get("subtype") == "init" else None
+    return version if isinstance(version, str) and version else None
 
 
 def _since(clock: float) -> float:

@@ -25,7 +25,7 @@ from pytest_agentbench.device.claims import read_claim_holder
 from pytest_agentbench.device.capture import capture_screen, capture_script, hierarchy_of, split_capture
 from pytest_agentbench.device.uiautomator import parse_hierarchy
 from pytest_agentbench.errors import DeviceError, DeviceLost, DeviceUnavailable
-from pytest_agentbench.run.record import DeviceState, ScreenSnapshot
+from pytest_agentbench.records.run import DeviceState, ScreenSnapshot
 from pytest_agentbench.servers import RUN_TOKEN_ENV, DaemonSpec
 
 if TYPE_CHECKING:

@@ -10,9 +10,10 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 from xml.sax.saxutils import escape, quoteattr
 
+from pytest_agentbench.checks import checks_of_suite
 from pytest_agentbench.checks.base import DeviceReads, Read
 from pytest_agentbench.checks.read import batch_script, read_device, save_reads, split_batch, utc_now
 from pytest_agentbench.device.adb import Adb
@@ -23,6 +24,10 @@ from pytest_agentbench.errors import DeviceUnavailable, PreflightError
 from pytest_agentbench.run.fingerprints import device_fingerprint_script, parse_app_build, parse_device_fingerprint
 from pytest_agentbench.run.seed import plan_seeds
 from pytest_agentbench.suite import AppSpec, PrefValue, PreflightSpec
+
+if TYPE_CHECKING:
+    from pytest_agentbench.device.pool import ClaimedDevice
+    from pytest_agentbench.suite import Suite
 
 #: Where staged files go on the device; world-readable so `run-as` (the app's uid) can copy them.
 DEVICE_STAGING_DIR = "/data/local/tmp/agentbench"
@@ -425,3 +430,20 @@ def _install_apk(adb: Adb, serial: str, app: AppSpec, log: PreflightLog) -> tupl
         )
     log.write(f"installed base APK matches sha256 {local_sha[:16]}")
     return local_sha, fingerprint
+
+
+def preflight_suite(device: ClaimedDevice, suite: Suite, *, run_dir: Path) -> PreflightResult:
+    """Preflight a suite on a claimed device: the start state, with the device checks' and cleanup's reads.
+
+    A device whose claim was handed to an agent's server is held again first, so a later
+    attempt (or a Python test preflighting twice) never resets a phone it does not hold.
+    """
+    checks = checks_of_suite(suite)
+    if device.claim is None:
+        device.take_back()
+    take_unfinished = getattr(device, "take_unfinished_cleanup", None)
+    return run_preflight(
+        device.adb, device.serial, app=suite.app, preflight=suite.preflight, run_dir=run_dir,
+        device_reads=checks.before_reads(), baseline_reads=checks.baseline_reads(),
+        unfinished_cleanup=take_unfinished() if take_unfinished is not None else (),
+    )

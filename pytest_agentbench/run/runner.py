@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_agentbench.errors import AgentProcessError
-from pytest_agentbench.run.record import ProcessOutcome
+from pytest_agentbench.records.run import ProcessOutcome
 from pytest_agentbench.run.stream import StreamRecorder, block_main_thread_signals
 
 #: Seconds between SIGTERM and SIGKILL when a process group is stopped.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -10,7 +9,9 @@ from typing import Any
 from pytest_agentbench.checks.read import load_reads
 from pytest_agentbench.device.uiautomator import parse_hierarchy
 from pytest_agentbench.errors import AgentbenchError, SavedRunError
-from pytest_agentbench.run.record import DeviceState, ProcessOutcome, Run, ScreenSnapshot
+from pytest_agentbench.records.result import RunResult, read_document
+from pytest_agentbench.records.run import AuditInputs, DeviceState, Run, ScreenSnapshot
+from pytest_agentbench.run.seal import broken_seals
 from pytest_agentbench.suite import load_suite
 from pytest_agentbench.suite.instance import instantiate
 
@@ -39,36 +40,17 @@ def resolve_result_paths(path: Path) -> list[Path]:
                         "or a session's output directory")
 
 
-def read_saved_result(result_path: Path) -> dict[str, Any]:
-    """Parse a saved result.json.
-
-    Raises:
-        SavedRunError: It cannot be read or is not a JSON object.
-    """
-    try:
-        saved = json.loads(result_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise SavedRunError(f"{result_path}: cannot read result.json: {exc}") from None
-    if not isinstance(saved, dict):
-        raise SavedRunError(f"{result_path}: expected a JSON object, got {type(saved).__name__}")
-    return saved
-
-
-def _process(inputs: Mapping[str, Any], saved: Mapping[str, Any]) -> ProcessOutcome:
-    data = inputs.get("process")
-    if data is None:
-        # Runs saved before `auditInputs` existed kept the process outcome in snake case.
-        legacy = saved.get("process") or {}
-        data = {"exitCode": legacy.get("exit_code"), "timedOut": legacy.get("timed_out"),
-                "signal": legacy.get("signal"), "wallClockSeconds": legacy.get("wall_clock_seconds")}
-    return ProcessOutcome(
-        exit_code=data.get("exitCode"),
-        timed_out=bool(data.get("timedOut")),
-        signal=data.get("signal"),
-        wall_clock_seconds=float(data.get("wallClockSeconds") or 0.0),
-        stopped_because=data.get("stoppedBecause"),
-        ended_after_result=bool(data.get("endedAfterResult")),
-    )
+def _audit_inputs(saved: RunResult, document: Mapping[str, Any]) -> AuditInputs:
+    """The saved audit inputs; runs saved before `auditInputs` existed kept a few of them elsewhere."""
+    if saved.audit_inputs is not None:
+        return saved.audit_inputs
+    legacy = document.get("process") or {}
+    return AuditInputs.from_json({
+        "process": {"exitCode": legacy.get("exit_code"), "timedOut": legacy.get("timed_out"),
+                    "signal": legacy.get("signal"), "wallClockSeconds": float(legacy.get("wall_clock_seconds") or 0.0)},
+        "deviceAwareTools": document.get("deviceAwareTools") or (),
+        "screenUnavailableReason": (document.get("screen") or {}).get("unavailableReason"),
+    })
 
 
 def _screen(run_dir: Path, unavailable_reason: str | None, has_screen_checks: bool) -> ScreenSnapshot | None:
@@ -83,19 +65,18 @@ def _screen(run_dir: Path, unavailable_reason: str | None, has_screen_checks: bo
     return ScreenSnapshot(None, unavailable_reason or "the run directory has no screen.xml")
 
 
-def _device_state(run_dir: Path, inputs: Mapping[str, Any], has_device_checks: bool) -> DeviceState | None:
+def _device_state(run_dir: Path, inputs: AuditInputs, has_device_checks: bool) -> DeviceState | None:
     """The device checks' reads as the run saved them (device-before.json, device-after.json, device-state/)."""
     if not has_device_checks:
         return None
-    saved = inputs.get("deviceState") or {}
     after = load_reads(run_dir, "after")
-    unavailable = saved.get("unavailableReason")
+    unavailable = inputs.device_state.unavailable_reason if inputs.device_state is not None else None
     if after is None and not unavailable:
         unavailable = "the run directory has no device-after.json"
     return DeviceState(load_reads(run_dir, "before"), after, unavailable)
 
 
-def load_run(result_path: Path, rootdir: Path) -> tuple[Run, dict[str, Any]]:
+def load_run(result_path: Path, rootdir: Path) -> tuple[Run, RunResult]:
     """Rebuild a saved run's Run record; the suite is loaded again from its file.
 
     Args:
@@ -103,20 +84,21 @@ def load_run(result_path: Path, rootdir: Path) -> tuple[Run, dict[str, Any]]:
         rootdir: The pytest rootdir (suites are loaded relative to it).
 
     Returns:
-        The Run record and the saved result document.
+        The Run record and the saved result.
 
     Raises:
         SavedRunError: result.json is unreadable, names no suite, or the suite no longer loads.
     """
-    saved = read_saved_result(result_path)
+    document = read_document(result_path)
+    saved = RunResult.from_json(document)
     run_dir = result_path.parent
-    if not saved.get("suiteFile"):
+    if not saved.suite_file:
         raise SavedRunError(f"{result_path} names no suiteFile")
     try:
-        suite = load_suite(Path(saved["suiteFile"]), rootdir)
+        suite = load_suite(Path(saved.suite_file), rootdir)
     except AgentbenchError as exc:
         raise SavedRunError(f"the suite of {run_dir} no longer loads: {exc}") from None
-    instance = saved.get("instance") or {}
+    instance = saved.instance or {}
     if instance.get("repeat"):
         # The same seeded instance the run was: its values fill the verify strings again.
         try:
@@ -124,38 +106,40 @@ def load_run(result_path: Path, rootdir: Path) -> tuple[Run, dict[str, Any]]:
             suite = instantiate(suite, seed=int(instance.get("seed") or 0), repeat=int(instance["repeat"]), values=values)
         except (TypeError, ValueError) as exc:
             raise SavedRunError(f"{result_path}: its instance {instance!r} cannot be made again: {exc}") from None
-    inputs = saved.get("auditInputs") or {}
-    legacy_screen = (saved.get("screen") or {}).get("unavailableReason")
-    fingerprints = saved.get("fingerprints") or {}
-    agent = saved.get("agent") or {}
+    inputs = _audit_inputs(saved, document)
+    fingerprints = saved.fingerprints
     run = Run(
         suite=suite,
         run_dir=run_dir,
-        process=_process(inputs, saved),
-        screen=_screen(run_dir, inputs.get("screenUnavailableReason", legacy_screen), bool(suite.verify.screen_includes)),
-        device_aware_tools=frozenset(inputs.get("deviceAwareTools", saved.get("deviceAwareTools")) or ()),
-        probe_error=inputs.get("probeError"),
-        device_lost=inputs.get("deviceLost"),
-        nodeid=saved.get("nodeid"),
-        device_serial=(saved.get("device") or {}).get("serial"),
-        agent_command=tuple(agent.get("command") or ()),
-        requested_model=agent.get("requestedModel"),
-        started_at=saved.get("startedAt"),
-        finished_at=saved.get("finishedAt"),
+        process=inputs.process,
+        screen=_screen(run_dir, inputs.screen_unavailable_reason, bool(suite.verify.screen_includes)),
+        device_aware_tools=frozenset(inputs.device_aware_tools),
+        probe_error=inputs.probe_error,
+        device_lost=inputs.device_lost,
+        nodeid=saved.nodeid,
+        device_serial=saved.device_serial,
+        agent_command=saved.agent_command,
+        requested_model=saved.requested_model,
+        started_at=saved.started_at,
+        finished_at=saved.finished_at,
         device_fingerprint=fingerprints.get("deviceFingerprint") or {},
         app_build=fingerprints.get("appBuild") or {},
-        preflight_round_trips=(saved.get("preflight") or {}).get("roundTrips"),
+        preflight_round_trips=saved.preflight_round_trips,
         server_build=fingerprints.get("serverBuild"),
-        server_build_components=fingerprints.get("serverBuildComponents") or {},
+        server_build_components=fingerprints.server_build_components,
         device_state=_device_state(run_dir, inputs, bool(suite.verify.device)),
-        shell_tools=frozenset(inputs.get("shellTools") or ()),
-        cleanup=saved.get("cleanup"),
+        shell_tools=frozenset(inputs.shell_tools),
+        cleanup=saved.cleanup,
         harness_seconds=_harness_seconds(saved),
+        suite_digest=fingerprints.get("suiteDigest"),
+        cli_version=fingerprints.get("claudeCodeVersion"),
+        # Runs saved before seals existed have none to check.
+        seal_problems=tuple(broken_seals(saved.seals, run_dir)) if saved.seals else (),
     )
     return run, saved
 
 
-def _harness_seconds(saved: Mapping[str, Any]) -> dict[str, float]:
+def _harness_seconds(saved: RunResult) -> dict[str, float]:
     # Measured when the run was live (its audit included): a re-render measures nothing again.
-    harness = (saved.get("timing") or {}).get("harness") or {}
+    harness = saved.timing.get("harness") or {}
     return {key: float(value) for key, value in harness.items() if isinstance(value, (int, float)) and not isinstance(value, bool)}

@@ -11,37 +11,14 @@ filled mapping, so nothing downstream needs to know about params. The run-time p
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from pytest_agentbench.suite import params
+from pytest_agentbench.suite.params import Instance
 from pytest_agentbench.suite.load import Suite, build_suite, fillable
 
 DEFAULT_SEED = params.DEFAULT_SEED
-
-
-@dataclass(frozen=True)
-class Instance:
-    """Which seeded instance a run is: repeat index (1 for r1), session seed, values, and the id.
-
-    ``id`` is ``params.instance_id(repeat, values)``: ``r3`` for a suite without params,
-    ``r3-42-Bob`` or ``r3-1f2e3d4c`` with them. It goes into the node id and result.json.
-    """
-
-    repeat: int
-    seed: int
-    id: str
-    values: Mapping[str, str | int] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        """The `instance` block of result.json."""
-        return {
-            "id": self.id,
-            "repeat": self.repeat,
-            "seed": self.seed,
-            "derivation": params.DERIVATION,
-            "values": dict(self.values),
-        }
 
 
 def instantiate(suite: Suite, *, seed: int = DEFAULT_SEED, repeat: int = 1, values: Mapping[str, str | int] | None = None) -> Suite:

@@ -2,29 +2,25 @@
 
 from __future__ import annotations
 
-import difflib
-import json
 import math
 import re
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
 import yaml
 from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError
 
 from pytest_agentbench.errors import SuiteError
 from pytest_agentbench.suite.device_rules import device_problems
+from pytest_agentbench.suite.schema import key_path, python_type, schema_problems, show, suite_schema
 from pytest_agentbench.suite import params
 from pytest_agentbench.suite.seed import SeedStep, parse_seeds, seed_problems
 
 if TYPE_CHECKING:
-    from pytest_agentbench.suite.instance import Instance
+    from pytest_agentbench.suite.params import Instance
 
 PLACEHOLDERS = ("deviceSerial", "packageName", "runDirectory")
 # Top-level keys whose strings seeded params never fill: the suite's identity and files, the app,
@@ -156,90 +152,12 @@ _StrictLoader.add_implicit_resolver(
 )
 
 
-@cache
-def suite_schema() -> dict:
-    """Return the suite JSON Schema shipped in the package."""
-    text = resources.files("pytest_agentbench.suite").joinpath("suite.schema.json").read_text("utf-8")
-    return json.loads(text)
-
-
-def _key_path(parts: Any) -> str:
-    path = ""
-    for part in parts:
-        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
-    return path or "(top level)"
-
-
-def _show(value: Any) -> str:
-    text = json.dumps(value, default=str, ensure_ascii=False) if not isinstance(value, str) else repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
-_TYPE_WORDS = {
-    "object": "a mapping", "array": "a list", "string": "a string", "number": "a number",
-    "integer": "an integer", "boolean": "true or false",
-}
-
-
-def _python_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, dict):
-        return "a mapping"
-    if isinstance(value, list):
-        return "a list"
-    return {int: "an integer", float: "a number", str: "a string"}.get(type(value), type(value).__name__)
-
-
-def _schema_problems(error: ValidationError) -> list[str]:
-    """Turn one jsonschema error into sentences naming the key path, the value and what was expected."""
-    path = list(error.absolute_path)
-    where = _key_path(path)
-    kind = error.validator
-    if kind == "additionalProperties" and isinstance(error.instance, dict):
-        allowed = list(error.schema.get("properties", {}))
-        problems = []
-        for key in error.instance:
-            if key in allowed:
-                continue
-            hint = difflib.get_close_matches(str(key), allowed, n=1)
-            guess = f" (did you mean {hint[0]!r}?)" if hint else ""
-            expected = f"; allowed keys: {', '.join(allowed)}" if allowed else ""
-            problems.append(f"{_key_path([*path, key])}: unknown key{guess}{expected}")
-        if problems:
-            return problems
-    if kind == "required":
-        missing = re.match(r"'([^']+)'", error.message)
-        name = missing.group(1) if missing else "?"
-        return [f"{_key_path([*path, name])}: required key is missing"]
-    if kind == "type":
-        wanted = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
-        words = " or ".join(_TYPE_WORDS.get(w, w) for w in wanted)
-        return [f"{where}: expected {words}, got {_show(error.instance)} ({_python_type(error.instance)})"]
-    expected = error.schema.get("x-expected")
-    if kind == "const":
-        expected = repr(error.validator_value)
-    elif kind == "minLength":
-        expected = "a non-empty string"
-    elif kind == "minItems":
-        expected = f"a list with at least {error.validator_value} entr{'y' if error.validator_value == 1 else 'ies'}"
-    elif kind == "minimum":
-        expected = f"a number >= {error.validator_value}"
-    elif kind == "exclusiveMinimum":
-        expected = f"a number > {error.validator_value}"
-    elif kind == "anyOf" and not expected:
-        expected = "one of the allowed shapes"
-    return [f"{where}: expected {expected or error.message}, got {_show(error.instance)}"]
-
-
 def _non_string_keys(value: Any, path: list[Any]) -> list[str]:
     problems: list[str] = []
     if isinstance(value, dict):
         for key, child in value.items():
             if not isinstance(key, str):
-                problems.append(f"{_key_path([*path, str(key)])}: expected a string key, got {_show(key)} ({_python_type(key)}); quote it")
+                problems.append(f"{key_path([*path, str(key)])}: expected a string key, got {show(key)} ({python_type(key)}); quote it")
             else:
                 problems += _non_string_keys(child, [*path, key])
     elif isinstance(value, list):
@@ -407,14 +325,14 @@ def validate_suite_data(path: Path, data: Any, rootdir: Path) -> tuple[list[str]
         (problems, resolved prompt path, prompt text); no problems means the suite is valid.
     """
     if not isinstance(data, dict):
-        return [f"(top level): expected a mapping of suite keys, got {_show(data)} ({_python_type(data)})"], path, ""
+        return [f"(top level): expected a mapping of suite keys, got {show(data)} ({python_type(data)})"], path, ""
     problems = _non_string_keys(data, [])
     if problems:
         return problems, path, ""
     validator = Draft202012Validator(suite_schema())
     errors = sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
     for error in errors:
-        problems += _schema_problems(error)
+        problems += schema_problems(error)
     prompt_path, prompt_text = _code_rules(path, data, rootdir, problems)
     return problems, prompt_path, prompt_text
 

@@ -18,9 +18,12 @@ import re
 import string
 import unicodedata
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from jsonschema import Draft202012Validator
+
+from pytest_agentbench.suite.schema import schema_problems
 
 # The seed used when --agentbench-seed is not given; recorded with every run like any other seed.
 DEFAULT_SEED = 0
@@ -243,10 +246,6 @@ def validate(declaration: Any, where: str = "params") -> list[str]:
     Returns:
         The problems; none means the declaration is valid.
     """
-    # suite.py owns the wording of schema errors; imported here, not at the top, because the suite
-    # loader will import this module.
-    from pytest_agentbench.suite.load import _schema_problems
-
     if isinstance(declaration, Mapping):
         odd = [key for key in declaration if not isinstance(key, str)]
         if odd:
@@ -256,7 +255,7 @@ def validate(declaration: Any, where: str = "params") -> list[str]:
     errors = sorted(validator.iter_errors({where: declaration}), key=lambda e: [str(p) for p in e.absolute_path])
     problems: list[str] = []
     for error in errors:
-        problems += _schema_problems(error)
+        problems += schema_problems(error)
     return problems + rule_problems(declaration, where)
 
 
@@ -458,3 +457,27 @@ def placeholder_problems(value: Any, names: Mapping[str, Any] | tuple[str, ...],
                 f"{path}: unknown placeholder {{{name}}}{guess}; expected a declared param ({choices}) or {built_in}"
             )
     return problems
+
+
+@dataclass(frozen=True)
+class Instance:
+    """Which seeded instance a run is: repeat index (1 for r1), session seed, values, and the id.
+
+    ``id`` is ``params.instance_id(repeat, values)``: ``r3`` for a suite without params,
+    ``r3-42-Bob`` or ``r3-1f2e3d4c`` with them. It goes into the node id and result.json.
+    """
+
+    repeat: int
+    seed: int
+    id: str
+    values: Mapping[str, str | int] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The `instance` block of result.json."""
+        return {
+            "id": self.id,
+            "repeat": self.repeat,
+            "seed": self.seed,
+            "derivation": DERIVATION,
+            "values": dict(self.values),
+        }

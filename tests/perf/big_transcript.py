@@ -21,7 +21,7 @@ sys.path.insert(0, str(REPO))
 
 from pytest_agentbench.audit.transcript import parse_file  # noqa: E402
 from pytest_agentbench.audit.verdict import audit_run, watched_patterns  # noqa: E402
-from pytest_agentbench.run.record import ProcessOutcome, Run, ScreenSnapshot  # noqa: E402
+from pytest_agentbench.records.run import ProcessOutcome, Run, ScreenSnapshot  # noqa: E402
 from pytest_agentbench.suite import load_suite  # noqa: E402
 
 SPEED_GOAL = 0.70

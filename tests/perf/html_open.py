@@ -27,12 +27,13 @@ sys.path.insert(0, str(TESTS / "perf"))
 
 from big_transcript import SERVER, write_transcript  # noqa: E402
 from browser import Browser, find_chromium  # noqa: E402
+from resultdoc import result_document as build_result_document  # noqa: E402
 
 from pytest_agentbench.audit.transcript import parse_file, short_tool_name  # noqa: E402
 from pytest_agentbench.audit.verdict import audit_run, watched_patterns  # noqa: E402
-from pytest_agentbench.report.document import build_result_document, build_session_document  # noqa: E402
+from pytest_agentbench.report.document import build_session_document  # noqa: E402
 from pytest_agentbench.report.html import write_html_report  # noqa: E402
-from pytest_agentbench.run.record import ProcessOutcome, Run, ScreenSnapshot  # noqa: E402
+from pytest_agentbench.records.run import ProcessOutcome, Run, ScreenSnapshot  # noqa: E402
 from pytest_agentbench.servers.screenshots import INDEX_NAME, CallShot, screenshot_name  # noqa: E402
 from pytest_agentbench.sim.phone import Phone  # noqa: E402
 from pytest_agentbench.suite import load_suite  # noqa: E402

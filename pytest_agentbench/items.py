@@ -1,0 +1,220 @@
+"""Suite files, saved runs and prove scenarios -> pytest items: the four item classes of the plugin (suite file, suite run, prove scenario, saved run).
+
+Each item adapts: it requests fixtures and hands its work to `outcome.run_suite_item` (a live
+run), `prove.run_prove_item` (a proof) or `pipeline.conclude` (a saved run re-audited), and maps
+the result to pytest's outcome through `outcome.publish_outcome`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _pytest.fixtures import TopRequest
+
+from pytest_agentbench.audit.prove import Scenario, scenarios_of
+from pytest_agentbench.errors import AgentbenchError, SavedRunError, SuiteError
+from pytest_agentbench.options import attempts_for
+from pytest_agentbench.outcome import publish_outcome, run_suite_item
+from pytest_agentbench.pipeline import ConcludeContext, conclude
+from pytest_agentbench.prove import run_prove_item
+from pytest_agentbench.run.artifacts import new_run_dir
+from pytest_agentbench.run.dryrun import SECTION as DRY_RUN_SECTION
+from pytest_agentbench.run.saved import load_run, resolve_result_paths
+from pytest_agentbench.session import INSTANCE_PROPERTY, SUITE_PROPERTY, AgentbenchSession, session_key
+from pytest_agentbench.suite import Suite, load_suite
+from pytest_agentbench.suite.instance import instantiate, item_name
+
+ITEM_TIMEOUT_MARGIN_S = 300
+
+
+class SuiteFile(pytest.File):
+    """A suite YAML file; collecting it validates the suite and yields one item per run (`--agentbench-repeat`)."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        suite = load_suite(self.path, self.config.rootpath)
+        options = self.config.stash[session_key].options
+        if options.prove:
+            # --agentbench-prove: the suite's proof items replace its run items (one instance).
+            yield from prove_items(self, instantiate(suite, seed=options.seed, repeat=1))
+            return
+        for repeat in range(1, options.repeat + 1):
+            # Each repeat is its own seeded instance and its own full run (its own run directory),
+            # so pytest-xdist can hand the repeats of one suite to different workers and phones.
+            instance = instantiate(suite, seed=options.seed, repeat=repeat)
+            yield SuiteItem.from_parent(self, name=item_name(instance, repeats=options.repeat), suite=instance)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        # A bad suite is the user's file, not our code: show the problems, not a traceback.
+        if isinstance(excinfo.value, SuiteError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style)
+
+
+def instance_properties(suite: Suite) -> list[tuple[str, str]]:
+    """The user properties naming a run's suite and seeded instance (JUnit properties, survive xdist)."""
+    properties = [(SUITE_PROPERTY, suite.name)]
+    if suite.instance is not None:
+        properties += [(INSTANCE_PROPERTY, suite.instance.id), ("agentbench_seed", str(suite.instance.seed))]
+    return properties
+
+
+class SuiteItem(pytest.Item):
+    """One agent benchmark run of a suite; requests pytest fixtures like a test function.
+
+    The fixtures it requests come from ``fixture_names()``; their values are in
+    ``item.funcargs`` during ``runtest``.
+    """
+
+    RUN_FIXTURES = ("agentbench_device", "agentbench_run_dir", "agentbench_private_daemon", "agentbench_preflight")
+
+    def __init__(self, *, suite: Suite, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.suite = suite
+        self.add_marker(pytest.mark.agentbench)
+        # On every report of the item (setup errors too), so the statistics count a run that
+        # never produced a result instead of losing it.
+        self.user_properties += instance_properties(suite)
+        # -k matches keywords; "bug_repro" is how people type a name that has a dash in it.
+        self.extra_keyword_matches.add(suite.name.replace("-", "_"))
+        if not self.agentbench.options.dry_run and self.config.pluginmanager.has_plugin("timeout"):
+            # pytest-timeout is the backstop for the whole item: the agent's own timeout, every
+            # attempt when recording a baseline, plus room for preflight and the post-run dump.
+            # (With plugin autoloading off it is there only with `-p timeout`.)
+            attempts = attempts_for(self.agentbench.options)
+            self.add_marker(pytest.mark.timeout(attempts * (suite.claude.timeout_seconds + ITEM_TIMEOUT_MARGIN_S)))
+        self._init_fixtures()
+
+    @property
+    def agentbench(self) -> AgentbenchSession:
+        """The plugin session (options, server profile)."""
+        return self.config.stash[session_key]
+
+    def fixture_names(self) -> tuple[str, ...]:
+        """Fixtures this item requests: none in a dry run (it touches nothing), the run's otherwise."""
+        return () if self.agentbench.options.dry_run else self.RUN_FIXTURES
+
+    def _init_fixtures(self) -> None:
+        # The fixture manager reads requested names from a function signature (as tavern's
+        # YamlItem does), so give it one with exactly our names.
+        def _requested_fixtures() -> None: ...
+
+        names = self.fixture_names()
+        params = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in names]
+        _requested_fixtures.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        # pytest's fixture error report shows the requesting function's source as `item.obj`.
+        self.obj = _requested_fixtures
+        self.funcargs: dict[str, Any] = {}
+        self._fixtureinfo = self.session._fixturemanager.getfixtureinfo(node=self, func=_requested_fixtures, cls=None)
+        self.fixturenames = self._fixtureinfo.names_closure
+        self._request = TopRequest(self, _ispytest=True)  # type: ignore[arg-type]
+
+    def setup(self) -> None:
+        self._request._fillfixtures()
+
+    def runtest(self) -> None:
+        if self.agentbench.options.dry_run:
+            self.add_report_section("call", DRY_RUN_SECTION, self.agentbench.dry_run_text(self.suite))
+            return
+        run_suite_item(self)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        if isinstance(excinfo.value, AgentbenchError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style)
+
+    def _repr_failure_py(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        # pytest renders setup and teardown errors (our fixtures: no device, device busy) through
+        # this private method rather than repr_failure; a refusal is a sentence, not a traceback.
+        if isinstance(excinfo.value, AgentbenchError):
+            return str(excinfo.value)
+        return super()._repr_failure_py(excinfo, style)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, self.suite.line, f"suite: {self.suite.name}"
+
+
+def prove_items(parent: pytest.Collector, suite: Suite) -> Iterator[pytest.Item]:
+    """The prove items of one suite, named `<suite>[prove-pass]`, `[prove-fail-<name>]`, `[prove-fresh]`."""
+    if not suite.prove:
+        yield ProveItem.from_parent(parent, name=f"{suite.name}[prove-pass]", suite=suite, scenario=None)
+    for scenario in scenarios_of(suite):
+        yield ProveItem.from_parent(parent, name=f"{suite.name}[{scenario.item_name}]", suite=suite, scenario=scenario)
+
+
+class ProveItem(SuiteItem):
+    """One prove scenario of a suite; `scenario` None marks a suite without a `prove:` block (skipped)."""
+
+    RUN_FIXTURES = ("agentbench_device", "agentbench_run_dir", "agentbench_preflight")
+
+    def __init__(self, *, scenario: Scenario | None, **kwargs: Any) -> None:
+        self.scenario = scenario
+        super().__init__(**kwargs)
+
+    def fixture_names(self) -> tuple[str, ...]:
+        return () if self.scenario is None else self.RUN_FIXTURES
+
+    def runtest(self) -> None:
+        if self.scenario is None:
+            pytest.skip(f"{self.suite.name} has no prove: block, so its checks have a fresh-state proof only")
+        run_prove_item(self)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, self.suite.line, f"prove: {self.suite.name} {self.scenario.item_name if self.scenario else ''}"
+
+
+class SavedRunItem(pytest.Item):
+    """An earlier run, re-audited and re-reported as a test item (`--agentbench-from-result`).
+
+    The saved run directory is only read; the re-rendered result document is written under
+    `--agentbench-output/rerendered/`, and reaches the summary through the report like a live
+    run's (so it works under pytest-xdist too).
+    """
+
+    def __init__(self, *, result_path: Path, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.result_path = result_path
+        self.add_marker(pytest.mark.agentbench)
+
+    def runtest(self) -> None:
+        run, saved = load_run(self.result_path, self.config.rootpath)
+        output = self.config.stash[session_key].options.output / "rerendered"
+        result_path = new_run_dir(output, run.suite.name) / "result.json"
+        result = conclude(run, ConcludeContext(environ=dict(os.environ)), saved, result_path=result_path)
+        self.user_properties.append(("agentbench_run_dir", str(self.result_path.parent)))
+        publish_outcome(self, result, result_path=result_path)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        if isinstance(excinfo.value, AgentbenchError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.result_path, 0, f"saved run: {self.result_path.parent.name}"
+
+
+def collect_saved_runs(session: pytest.Session, paths: tuple[Path, ...]) -> list[pytest.Item]:
+    """One SavedRunItem per saved run the `--agentbench-from-result` paths name, `<suite>[<run id>]`.
+
+    Raises:
+        pytest.UsageError: A path holds no result.json, itself or below.
+    """
+    items = []
+    seen: set[Path] = set()
+    for path in paths:
+        try:
+            result_paths = resolve_result_paths(path)
+        except SavedRunError as exc:
+            raise pytest.UsageError(f"--agentbench-from-result {exc}") from None
+        for result_path in result_paths:
+            # A run named twice (its directory and the output above it) is one item.
+            if result_path.resolve() in seen:
+                continue
+            seen.add(result_path.resolve())
+            name = f"{result_path.parent.parent.name}[{result_path.parent.name}]"
+            items.append(SavedRunItem.from_parent(session, name=name, path=result_path, result_path=result_path))
+    return items
