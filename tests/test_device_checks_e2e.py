@@ -83,7 +83,9 @@ def test_the_reads_are_saved_in_the_run_directory_and_cleanup_leaves_the_phone_a
     assert (run_dir / database["file"]).is_file() and database["file"].startswith("device-state/after/")
     result = result_of(cases["lab-five"])
     assert result["auditInputs"]["deviceState"] == {"before": "device-before.json", "after": "device-after.json", "unavailableReason": None}
-    assert result["cleanup"]["left"] == [] and len(result["cleanup"]["actions"]) == 3  # contact, image, app-op
+    # Contact, image row, app-op, and the image's file on shared storage (already gone with its row: `rm -f` says nothing).
+    assert result["cleanup"]["left"] == [] and len(result["cleanup"]["actions"]) == 4, result["cleanup"]["actions"]
+    assert [a["command"] for a in result["cleanup"]["actions"]][-1] == "rm -f /storage/emulated/0/Pictures/crop.png"
     assert after == before, "the session left the phone changed"
     report = (run_dir / "result.json").read_text()
     assert "cleanup left" not in report

@@ -77,8 +77,13 @@ def finish_device_work(device: ClaimedDevice, suite: Suite, artifacts: RunArtifa
     after_reads = checks.after_reads()
     state = read_post_run_state(device, suite, artifacts, after_reads)
     skip = state.device_unavailable if state.device_after is None and after_reads else None
+    unfinished: list = []
     cleanup = run_cleanup(device.adb, device.serial, checks, before=baseline or before, after=state.device_after,
-                          run_dir=artifacts.run_dir, skip_because=skip)
+                          run_dir=artifacts.run_dir, skip_because=skip, unfinished=unfinished)
+    # A leftover from one run never decides the next: its preflight retries these before its baseline read.
+    leave = getattr(device, "leave_unfinished_cleanup", None)
+    if leave is not None:
+        leave(tuple(unfinished))
     return state, cleanup
 
 
