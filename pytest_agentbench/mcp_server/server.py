@@ -7,7 +7,6 @@ import inspect
 import logging
 import re
 from collections.abc import Callable, Sequence
-from contextlib import asynccontextmanager
 from typing import Annotated, Any, Literal
 
 import anyio
@@ -20,6 +19,7 @@ from pytest_agentbench.device.adb import Adb
 from pytest_agentbench.mcp_server.config import ServerConfig
 from pytest_agentbench.mcp_server.driver import KEYCODES, Observation, PhoneDriver
 from pytest_agentbench.mcp_server.hub import DeviceHub
+from pytest_agentbench.mcp_server.stdio import hub_lifespan
 from pytest_agentbench.mcp_server.screenshots import ScreenshotRecorder
 from pytest_agentbench.device.uiautomator import UiNode, visible_texts
 
@@ -252,18 +252,11 @@ def build_server(config: ServerConfig | None = None, *, adb: Adb | None = None) 
     config = config if config is not None else ServerConfig.from_environ()
     hub = DeviceHub(config, adb if adb is not None else Adb(config.endpoint))
 
-    @asynccontextmanager
-    async def lifespan(_server: MCPServer) -> Any:
-        try:
-            yield {}
-        finally:
-            hub.release_all()
-
     server = AgentbenchServer(
         SERVER_NAME,
         instructions=INSTRUCTIONS if config.instructions else None,
         version=__version__,
-        lifespan=lifespan,
+        lifespan=hub_lifespan(hub),
     )
     server.hub = hub  # type: ignore[attr-defined]
     if config.screenshots and config.data_dir is not None:
