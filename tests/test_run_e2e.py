@@ -246,6 +246,12 @@ def test_failed_report_names_the_check_expected_seen_and_run_directory(verdicts:
     assert checks["answer"]["passed"] is True, "the answer was right: only the device-use check fails"
 
 
+def test_a_failed_runs_report_is_printed_once(verdicts: Session) -> None:
+    # The report is the failure text; it is not printed again as a captured section.
+    for name in ("failed-no-device", "failed-screen"):
+        assert verdicts.terminal.count(f"{name}: FAILED") == 1, verdicts.terminal[-6000:]
+
+
 def test_failed_screen_check_shows_the_app_texts_seen(verdicts: Session) -> None:
     case = verdicts.cases["failed-screen"]
     # What was on screen instead: the counter never moved.
