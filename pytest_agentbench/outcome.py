@@ -128,7 +128,7 @@ def conclude(config: pytest.Config, run: Run, *, result_path: Path, saved: dict[
         baseline_tool_sequence=suite.baseline_tool_sequence, snippet_path=snippet_path,
         snippet_blockers=blockers, audit_inputs=audit_inputs(run),
         preflight_round_trips=run.preflight_round_trips, environ=environ, cleanup=run.cleanup, timing=timing,
-        instance=suite.instance.to_json() if suite.instance is not None else None,
+        instance=suite.instance.to_json() if suite.instance is not None else None, sandbox=run.sandbox,
     )
     if saved is not None:
         result["rerendered"] = {"scoringCode": scoring_code_digest(), "verdictWhenRecorded": saved.get("verdict")}

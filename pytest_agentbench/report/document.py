@@ -93,6 +93,7 @@ def build_result_document(
     instance: Mapping[str, Any] | None = None,
     cleanup: Mapping[str, Any] | None = None,
     timing: Mapping[str, Any] | None = None,
+    sandbox: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The result.json document of one run: metadata, audit, metrics, comparison and fingerprints.
 
@@ -124,6 +125,8 @@ def build_result_document(
         cleanup: What cleanup did and left (`run.cleanup.run_cleanup`); shown, never judged.
         timing: Where the time went: `agent` (`audit.timing.TimeSplit.as_dict()`, or None for a
             run without a timing sidecar) and `harness` (preflight, setup, post-run, audit seconds).
+        sandbox: How the agent was confined (`run.confine.AgentConfinement.record`): mode on/off,
+            what was asked, the policy; None for a run recorded before the sandbox existed.
 
     Returns:
         A JSON-serialisable dict; `render_text_report` renders it without any other input, so
@@ -178,6 +181,7 @@ def build_result_document(
         "preflight": {"roundTrips": preflight_round_trips, "appBuild": current.get("appBuild")},
         "cleanup": _plain(cleanup) if cleanup is not None else None,
         "timing": {"agent": None, "harness": {}, **_plain(timing or {})},
+        "sandbox": _plain(sandbox) if sandbox is not None else None,
     }
     return scrub(document, environ)
 

@@ -101,6 +101,8 @@ class Run:
     shell_tools: frozenset[str] = frozenset()
     cleanup: Mapping[str, Any] | None = None
     harness_seconds: Mapping[str, float] = field(default_factory=dict)
+    #: How the agent was confined (`run.confine.AgentConfinement.record`): result.json's `sandbox`.
+    sandbox: Mapping[str, Any] | None = None
 
     @property
     def transcript_path(self) -> Path:

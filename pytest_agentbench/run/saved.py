@@ -151,6 +151,7 @@ def load_run(result_path: Path, rootdir: Path) -> tuple[Run, dict[str, Any]]:
         shell_tools=frozenset(inputs.get("shellTools") or ()),
         cleanup=saved.get("cleanup"),
         harness_seconds=_harness_seconds(saved),
+        sandbox=saved.get("sandbox"),
     )
     return run, saved
 

@@ -1,0 +1,130 @@
+"""The session's sandbox mode + one run's invocation and paths -> the command that runs the agent (confined or not) and the run's `sandbox` record.
+
+`--agentbench-sandbox` resolves once per session (`resolve_mode`); each run then gets an
+`AgentConfinement`: a context manager around `run_agent` whose `argv`, `env` and `pass_fds` are
+the confined command's (bwrap, `run/sandbox.py`) or, unconfined, the invocation's own. Its
+`record()` is what result.json keeps under `sandbox` and what the summary flags when it is off.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_agentbench.run import sandbox as bwrap
+from pytest_agentbench.run.netbridge import Endpoint
+from pytest_agentbench.run.sandbox_policy import build_policy
+from pytest_agentbench.servers import COORDINATION_DIR_NAMES
+
+#: How the device is reached from inside: through the harness's relay, or (until the relay
+#: starts the servers itself) by the MCP server the agent starts, with the adb server forwarded.
+REACH_RELAY = "relay"
+REACH_FORWARDED_ADB = "adb server forwarded to the MCP server the agent starts"
+
+
+@dataclass(frozen=True)
+class SandboxMode:
+    """The session's resolved `--agentbench-sandbox`: on or off, what was asked, and why it is off."""
+
+    mode: str  # "on" | "off"
+    requested: str  # "auto" | "on" | "off"
+    tool: str | None = None
+    reason: str | None = None
+
+    @property
+    def on(self) -> bool:
+        return self.mode == "on"
+
+    def component(self) -> str:
+        """The `sandbox` component of `serverBuild`: a confined and an unconfined run are not comparable."""
+        return f"on ({self.tool})" if self.on else "off"
+
+
+def resolve_mode(requested: str, availability: bwrap.Availability | None = None) -> SandboxMode:
+    """`auto` -> on where bwrap works, else off (with the reason); `on` where it cannot be had -> ValueError saying what to install.
+
+    Args:
+        requested: The option's value (auto, on, off).
+        availability: The probe's answer (default: probe now).
+
+    Raises:
+        ValueError: `on` was asked and bwrap cannot confine here; the message names the fix.
+    """
+    if requested == "off":
+        return SandboxMode("off", "off", reason="--agentbench-sandbox off")
+    found = availability if availability is not None else bwrap.probe()
+    if found.usable:
+        return SandboxMode("on", requested, tool=found.version or "bubblewrap")
+    if requested == "on":
+        raise ValueError(f"--agentbench-sandbox on: the agent cannot be confined here: {found.reason}. "
+                         f"Install bubblewrap ({bwrap.INSTALL_HINT}) or run with --agentbench-sandbox off (unconfined, flagged)")
+    return SandboxMode("off", requested, reason=found.reason)
+
+
+class AgentConfinement:
+    """`with AgentConfinement(...) as c: run_agent(c.argv, env=c.env, pass_fds=c.pass_fds, on_started=c.started)`."""
+
+    def __init__(self, mode: SandboxMode, argv: Sequence[str], env: Mapping[str, str], *, workdir: Path, agent_command: str,
+                 run_dir: Path, output_root: Path, project_root: Path, suite_file: Path,
+                 relay_socket_dir: Path | None = None, server_env: Mapping[str, str] | None = None,
+                 private_dirs: Sequence[Path] = (), adb_endpoint: Endpoint | None = None) -> None:
+        self.mode = mode
+        self.argv = list(argv)
+        self.env = dict(env)
+        self.pass_fds: tuple[int, ...] = ()
+        self.reach = REACH_RELAY if relay_socket_dir is not None else REACH_FORWARDED_ADB
+        self._inner: bwrap.Confinement | None = None
+        if not mode.on:
+            return
+        server_dirs: list[Path] = []
+        server_endpoints: list[Endpoint] = []
+        if relay_socket_dir is None:
+            # Before the relay: the agent starts the MCP server inside, which must write its
+            # private state and claim files and reach the adb server (docs/isolation.md).
+            server_dirs = [*private_dirs]
+            for name in COORDINATION_DIR_NAMES:
+                if (server_env or {}).get(name):
+                    Path(server_env[name]).mkdir(parents=True, exist_ok=True)  # type: ignore[index]
+                    server_dirs.append(Path(server_env[name]))  # type: ignore[index]
+            adb_socket = (server_env or {}).get("ADB_SERVER_SOCKET", "")
+            if adb_socket.startswith("localfilesystem:"):
+                server_dirs.append(Path(adb_socket.removeprefix("localfilesystem:")).parent)
+            elif adb_endpoint is not None:
+                server_endpoints.append(adb_endpoint)
+        self.policy = build_policy(
+            workdir=workdir, agent_command=agent_command, environ=env, run_dir=run_dir, output_root=output_root,
+            project_root=project_root, suite_file=suite_file, extra_binds=[relay_socket_dir] if relay_socket_dir else [],
+            server_dirs=server_dirs, server_endpoints=server_endpoints,
+        )
+        self._inner = bwrap.Confinement(self.policy, argv, env)
+
+    def __enter__(self) -> AgentConfinement:
+        if self._inner is not None:
+            self._inner.__enter__()
+            self.argv, self.env, self.pass_fds = self._inner.argv, self._inner.env, self._inner.pass_fds
+        return self
+
+    def started(self) -> None:
+        """The agent process exists (the sandbox closes its copy of the info fd)."""
+        if self._inner is not None:
+            self._inner.started()
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._inner is not None:
+            self._inner.__exit__(*exc_info)
+
+    def record(self) -> dict[str, Any]:
+        """result.json's `sandbox` block."""
+        if self._inner is None:
+            return {"mode": "off", "requested": self.mode.requested, "reason": self.mode.reason}
+        return {
+            "mode": "on",
+            "requested": self.mode.requested,
+            "tool": self.mode.tool,
+            "deviceReach": self.reach,
+            "policy": self.policy.describe(),
+            "refusedConnections": self._inner.refused,
+            "survivors": list(self._inner.leftovers),
+        }
