@@ -101,7 +101,7 @@ def refs(seed: int = SEED, repeats: int = REPEAT) -> list[str]:
 def agent_passing(tmp: Path, passes: set[int]) -> Path:
     """The fake agent: instances in `passes` pass, others of r1-r10 fail, r11 and r12 end incomplete."""
     table = {ref: PASS if r in passes else FAIL if r <= 10 else INCOMPLETE for r, ref in enumerate(refs(), start=1)}
-    return write_instance_agent(tmp / "agent", r"REF-\d{4}", table, INCOMPLETE)
+    return write_instance_agent(tmp / "agent", r"REF-\d{4}", table, INCOMPLETE, project=tmp / "project", suite="seeded")
 
 
 @pytest.fixture(scope="module")
