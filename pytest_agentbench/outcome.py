@@ -29,6 +29,7 @@ from pytest_agentbench.run.artifacts import PrivateDaemon, RunArtifacts, new_run
 from pytest_agentbench.run.execute import measure_run
 from pytest_agentbench.run.fingerprints import UNKNOWN, suite_digest
 from pytest_agentbench.run.record import Run, audit_inputs
+from pytest_agentbench.run.relaylog import read_relay_log
 from pytest_agentbench.run.server_build import agent_cli_version
 from pytest_agentbench.run.stream import read_arrivals
 from pytest_agentbench.session import RESULT_PROPERTY, session_key
@@ -98,7 +99,8 @@ def conclude(config: pytest.Config, run: Run, *, result_path: Path, saved: dict[
     session = config.stash[session_key]
     clock = time.monotonic()
     transcript = parse_file(run.transcript_path, watch=watched_patterns(run.suite))
-    audit = audit_run(run, transcript)
+    relay = read_relay_log(run.relay_log_path) if run.relay_log_path is not None else None
+    audit = audit_run(run, transcript, relay)
     split = time_split(
         transcript.timeline, read_arrivals(run.timing_path), wall_clock_seconds=run.process.wall_clock_seconds,
         tool_names={call.id: call.name for call in transcript.tool_calls},

@@ -68,6 +68,39 @@ def answer(text):
     say(text)
     result(text)
 
+def serial():
+    # The harness names the device in the system prompt it appends.
+    import re
+    text = sys.argv[sys.argv.index("--append-system-prompt") + 1]
+    return re.search(r"device with serial (\S+?);", text).group(1)
+
+def relay_client():
+    # The one server of --mcp-config (the harness's relay), started and initialized as Claude Code does.
+    from pytest_agentbench.servers.mcpclient import StdioClient
+    config = json.load(open(sys.argv[sys.argv.index("--mcp-config") + 1]))
+    ((name, entry),) = config["mcpServers"].items()
+    client = StdioClient(entry["command"], [str(a) for a in entry.get("args") or []], env={**os.environ, **(entry.get("env") or {})})
+    client.initialize(timeout_s=60)
+    client.list_tools(timeout_s=60)
+    return name, client
+
+def tool_use(call_id, name, arguments):
+    emit({"type": "assistant", "message": {"id": "msg_" + call_id, "type": "message", "role": "assistant", "model": "fake-model",
+          "content": [{"type": "tool_use", "id": call_id, "name": name, "input": arguments}],
+          "usage": {"input_tokens": 10, "output_tokens": 5}}, "session_id": "fake-session"})
+
+def tool_result(call_id, text, is_error=False):
+    emit({"type": "user", "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call_id,
+          "content": [{"type": "text", "text": text}], "is_error": is_error}]}, "session_id": "fake-session"})
+
+def call(client, server, call_id, tool, arguments):
+    # A real call through the relay, shown in the stream as Claude Code shows it.
+    tool_use(call_id, "mcp__%%s__%%s" %% (server, tool), arguments)
+    answer_ = client.call_tool(tool, arguments, timeout_s=120)
+    text = "\n".join(block.get("text", "") for block in answer_.get("content") or [] if block.get("type") == "text")
+    tool_result(call_id, text, answer_.get("isError") is True)
+    return answer_
+
 prompt = sys.stdin.read()
 '''
 
@@ -163,10 +196,17 @@ mark(PARAMS["marker"], cwd=here, claude_md_above=found)
 answer(PARAMS["final"])
 """,
     # Starts a daemon that detaches into its own process group and claims the device, as a real
-    # MCP server's daemon does: with the server's environment from --mcp-config ("own"), or without
-    # the run's token and with a socket elsewhere ("interloper"). Then it answers.
+    # MCP server's daemon does: with the server's environment ("own": read from the harness's
+    # mcp-servers.json beside --mcp-config, standing for what the server itself would start), or
+    # without the run's token and with a socket elsewhere ("interloper"). Then it observes once
+    # through the relay (first, so the server's claim is gone) and answers.
     "detached-daemon": """
-config = json.load(open(sys.argv[sys.argv.index("--mcp-config") + 1]))
+init()
+name, client = relay_client()
+call(client, name, "toolu_1", "observe", {"device": serial()})
+# The server exits (and gives up its claim) once its stdin closes, as after a session.
+client.close()
+config = json.load(open(os.path.join(os.path.dirname(sys.argv[sys.argv.index("--mcp-config") + 1]), "mcp-servers.json")))
 (server,) = config["mcpServers"].values()
 env = dict(os.environ)
 env.update(server["env"])
@@ -192,12 +232,6 @@ deadline = time.monotonic() + 60
 while not os.path.exists(ready) and time.monotonic() < deadline and daemon.poll() is None:
     time.sleep(0.02)
 mark(PARAMS["marker"], daemon=daemon.pid, pgid=os.getpgrp())
-init()
-emit({"type": "assistant", "message": {"id": "msg_fake", "type": "message", "role": "assistant", "model": "fake-model",
-      "content": [{"type": "tool_use", "id": "toolu_1", "name": "mcp__%s__observe" % SERVER, "input": {"device": serial}}],
-      "usage": {"input_tokens": 10, "output_tokens": 5}}, "session_id": "fake-session"})
-emit({"type": "user", "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
-      "content": [{"type": "text", "text": "observed"}], "is_error": False}]}, "session_id": "fake-session"})
 say(PARAMS["final"])
 result(PARAMS["final"])
 """,

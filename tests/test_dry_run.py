@@ -50,8 +50,11 @@ def test_committed_suites_dry_run(pytester: pytest.Pytester) -> None:
             f"  AGENTBENCH_SUITE={name}",
             "mcp config (*):",
         ])
-    assert output.count('"mcpServers": {') == len(COMMITTED)
-    assert output.count('"type": "stdio"') == len(COMMITTED), "exactly one server per suite"
+    # Per suite: the agent's config (the relay) and the server the harness starts behind it.
+    assert output.count('"mcpServers": {') == 2 * len(COMMITTED)
+    assert output.count('"type": "stdio"') == 2 * len(COMMITTED), "exactly one server per suite"
+    assert output.count('"pytest_agentbench.mcp_server.relay"') == len(COMMITTED)
+    assert output.count("servers the harness starts behind the relay") == len(COMMITTED)
     assert "mcp__agentbench__openLink,mcp__agentbench__navigateTo,mcp__agentbench__executePlan" in output
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -219,9 +220,24 @@ def test_run_shaping_table_documents_every_entry() -> None:
     assert len({variable.name for variable in RUN_SHAPING_VARIABLES}) == len(RUN_SHAPING_VARIABLES)
 
 
-def test_mcp_config_has_exactly_one_pinned_server(tmp_path: Path) -> None:
-    invocation = invoke(make_suite(tmp_path), environ={"HOME": "/home/op", "ANDROID_ADB_SERVER_PORT": "5099"})
+def test_agent_mcp_config_names_only_the_relay_under_the_server_name(tmp_path: Path) -> None:
+    invocation = invoke(make_suite(tmp_path), environ={"HOME": "/home/op", "ANDROID_ADB_SERVER_PORT": "5099"},
+                        relay_socket_dir=Path("/tmp/agentbench-relay-x"))
     servers = invocation.mcp_config["mcpServers"]
+    assert list(servers) == ["agentbench"]
+    entry = servers["agentbench"]
+    assert entry == {"type": "stdio", "command": sys.executable,
+                     "args": ["-m", "pytest_agentbench.mcp_server.relay", "--socket", "/tmp/agentbench-relay-x/agentbench.sock"],
+                     "env": {}}
+    assert invocation.relay_socket_dir == Path("/tmp/agentbench-relay-x")
+    # No adb endpoint, no private directory, no serial reaches the agent's config.
+    text = json.dumps(invocation.mcp_config)
+    assert "5099" not in text and "/runs/task/1" not in text and "emulator-5554" not in text
+
+
+def test_server_config_has_exactly_one_pinned_server(tmp_path: Path) -> None:
+    invocation = invoke(make_suite(tmp_path), environ={"HOME": "/home/op", "ANDROID_ADB_SERVER_PORT": "5099"})
+    servers = invocation.server_config["mcpServers"]
     assert list(servers) == ["agentbench"]
     server = servers["agentbench"]
     assert server["type"] == "stdio"
@@ -242,8 +258,8 @@ def test_mcp_config_has_exactly_one_pinned_server(tmp_path: Path) -> None:
 
 def test_server_instructions_switch(tmp_path: Path) -> None:
     suite = make_suite(tmp_path)
-    on = invoke(suite, options=make_options(server_instructions=True)).mcp_config["mcpServers"]["agentbench"]["env"]
-    off = invoke(suite).mcp_config["mcpServers"]["agentbench"]["env"]
+    on = invoke(suite, options=make_options(server_instructions=True)).server_config["mcpServers"]["agentbench"]["env"]
+    off = invoke(suite).server_config["mcpServers"]["agentbench"]["env"]
     assert on["AGENTBENCH_MCP_INSTRUCTIONS"] == "1"
     assert "AGENTBENCH_MCP_INSTRUCTIONS" not in off
     with pytest.raises(ConfigError, match="mobile-mcp MCP server has no instructions switch"):
@@ -251,7 +267,7 @@ def test_server_instructions_switch(tmp_path: Path) -> None:
 
 
 def test_unpinnable_profiles_get_no_serial_and_their_fixed_env(tmp_path: Path) -> None:
-    env = invoke(make_suite(tmp_path), profile=mobile_mcp_profile()).mcp_config["mcpServers"]["mobile-mcp"]["env"]
+    env = invoke(make_suite(tmp_path), profile=mobile_mcp_profile()).server_config["mcpServers"]["mobile-mcp"]["env"]
     assert env["MOBILEMCP_DISABLE_TELEMETRY"] == "1"
     assert "AGENTBENCH_DEVICE_SERIAL" not in env
 
@@ -263,7 +279,7 @@ def test_auto_mobile_server_env_is_private_and_absolute(tmp_path: Path, monkeypa
         "ANDROID_SDK_ROOT": "~/sdk", "ADB_SERVER_SOCKET": "localfilesystem:adb.sock", "ANDROID_ADB_SERVER_ADDRESS": "10.0.0.2",
     }
     invocation = invoke(make_suite(tmp_path), profile=auto_mobile_profile(tmp_path / "am"), environ=environ, run_dir=Path("runs/1"))
-    server = invocation.mcp_config["mcpServers"]["auto-mobile"]
+    server = invocation.server_config["mcpServers"]["auto-mobile"]
     assert [server["command"], *server["args"]] == ["node", str(tmp_path / "am" / "dist" / "src" / "index.js")]
     env = server["env"]
     assert env["AUTOMOBILE_AUX_SOCKET_DIR"] == str(tmp_path / "runs" / "1" / "sock")
@@ -282,7 +298,7 @@ def test_auto_mobile_server_env_is_private_and_absolute(tmp_path: Path, monkeypa
 
 def test_private_dirs_override(tmp_path: Path) -> None:
     dirs = {"AGENTBENCH_SOCKET_DIR": Path("/tmp/s"), "AGENTBENCH_DATA_DIR": Path("/d")}
-    env = invoke(make_suite(tmp_path), private_dirs=dirs).mcp_config["mcpServers"]["agentbench"]["env"]
+    env = invoke(make_suite(tmp_path), private_dirs=dirs).server_config["mcpServers"]["agentbench"]["env"]
     assert env["AGENTBENCH_SOCKET_DIR"] == "/tmp/s" and env["AGENTBENCH_DATA_DIR"] == "/d"
     assert "AGENTBENCH_DB_DIR" not in env
 
@@ -309,13 +325,15 @@ def test_mobile_mcp_telemetry_is_off_in_the_written_config_whatever_the_environm
     workdir.mkdir()
     invocation = invoke(make_suite(tmp_path), profile=mobile_mcp_profile(), environ=environ, run_dir=run_dir, workdir=workdir)
     write_run_files(RunArtifacts(run_dir), invocation)
-    written = json.loads((run_dir / "mcp-config.json").read_text(encoding="utf-8"))
-    assert json.loads((workdir / "mcp-config.json").read_text(encoding="utf-8")) == written
+    agent_side = json.loads((run_dir / "mcp-config.json").read_text(encoding="utf-8"))
+    assert json.loads((workdir / "mcp-config.json").read_text(encoding="utf-8")) == agent_side
+    assert [entry["env"] for entry in agent_side["mcpServers"].values()] == [{}]
+    written = json.loads((run_dir / "mcp-servers.json").read_text(encoding="utf-8"))
     (server,) = written["mcpServers"].values()
     assert server["command"] == "npx" and server["args"][-1] == "@mobilenext/mobile-mcp@1.0.4"
     assert server["env"]["MOBILEMCP_DISABLE_TELEMETRY"] == "1"
-    # Claude Code starts the server with its own environment overlaid by the config's env block.
-    assert {**invocation.env, **server["env"]}["MOBILEMCP_DISABLE_TELEMETRY"] == "1"
+    # The hub starts the server with the scrubbed environment overlaid by the config's env block.
+    assert invocation.server_environ("mobile-mcp")["MOBILEMCP_DISABLE_TELEMETRY"] == "1"
 
 
 def test_only_the_replay_agent_gets_its_plan_staged_in_its_workdir(tmp_path: Path) -> None:

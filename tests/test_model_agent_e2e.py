@@ -179,7 +179,7 @@ def test_a_model_that_never_calls_a_tool_fails(scenarios: Session) -> None:
     assert transcript.final_text == "I have turned on Wi-Fi for you.\nWIFI: on"
     # Its answer line is right; the screen says otherwise.
     checks = {check["kind"]: check["passed"] for check in scenarios.result("wifi-no-tool")["checks"]}
-    assert checks == {"device-use": True, "answer": True, "screen": False}
+    assert checks == {"device-use": True, "transcript": True, "answer": True, "screen": False}
     assert [r.data["ending"] for r in transcript.reports if r.kind == "episode-end"] == ["no_tool_call"]
 
 

@@ -43,7 +43,7 @@ SECRET_STRINGS = ("sk-ant-api03-SENTINELAPIKEY7f3a", "SENTINELAUTHTOKEN9c1e", "s
 
 # The seed's artifact table; directories are the private daemon's.
 ARTIFACT_FILES = ("prompt.md", "mcp-config.json", "claude-command.json", "claude.jsonl", "claude.timing.jsonl",
-                  "claude.stderr", "preflight.log", "screen.xml", "result.json")
+                  "claude.stderr", "preflight.log", "screen.xml", "result.json", "mcp-servers.json", "relay.jsonl")
 ARTIFACT_DIRS = ("preflight", "logs", "db", "data")
 RUN_DIR_NAME = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f]{8}$")
 BUG_REPRO_ANSWER = "Done.\nEXPECTED_COUNT: 3\nDISPLAYED_COUNT: 0"
@@ -148,8 +148,16 @@ def test_run_directory_holds_every_artifact(committed: Session, suite: str, has_
     serial = result["device"]["serial"] if "device" in result else _find(result, "deviceSerial")
     assert serial and serial in (run_dir / "prompt.md").read_text(encoding="utf-8"), "placeholders not filled"
     config = json.loads((run_dir / "mcp-config.json").read_text(encoding="utf-8"))
-    ((server,),) = [list(config["mcpServers"].values())]
+    ((relay,),) = [list(config["mcpServers"].values())]
+    assert relay["args"][:2] == ["-m", "pytest_agentbench.mcp_server.relay"] and relay["env"] == {}
+    servers = json.loads((run_dir / "mcp-servers.json").read_text(encoding="utf-8"))
+    ((server,),) = [list(servers["mcpServers"].values())]
     assert set(server["env"].values()) >= {str(run_dir / "logs"), str(run_dir / "data"), str(run_dir / "db")}
+    relayed = [json.loads(line) for line in (run_dir / "relay.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert relayed[0]["event"] == "hub" and list(relayed[0]["servers"]) == ["agentbench"]
+    calls = [record for record in relayed if record["event"] == "call"]
+    assert calls and len(calls) == result["metrics"]["toolCalls"]
+    assert [call["tool"] for call in sorted(calls, key=lambda c: c["startMonotonic"])] == result["toolSequence"]
     command = json.loads((run_dir / "claude-command.json").read_text(encoding="utf-8"))
     assert command["argv"][:2] == ["agentbench-replay", "-p"] and not Path(command["cwd"]).is_relative_to(REPO)
     events = [json.loads(line) for line in (run_dir / "claude.jsonl").read_text(encoding="utf-8").splitlines()]

@@ -188,6 +188,16 @@ def _file_backed(stream: TextIO) -> TextIO:
     return stream
 
 
+_SYSTEM_PROMPT_SERIAL = re.compile(r"Use only the Android device with serial (\S+?);")
+
+
+def serial_from_system_prompt(text: object) -> str | None:
+    """The serial the harness's sentence in `--append-system-prompt` names (the agent's config no
+    longer carries the server's pinned serial: the server runs behind the harness's relay)."""
+    found = _SYSTEM_PROMPT_SERIAL.search(str(text or ""))
+    return found.group(1) if found else None
+
+
 @dataclass
 class McpConnection:
     """The servers of --mcp-config, connected as Claude Code connects them, and the run's permissions.
@@ -203,6 +213,8 @@ class McpConnection:
     environ: Mapping[str, str]
     program: str
     client: Literal["stdlib", "sdk"] = "stdlib"
+    #: The serial the harness's system prompt names (`serial_from_system_prompt`), when it names one.
+    device_hint: str | None = None
 
     async def connect(self, stack: AsyncExitStack, timeout_s: float) -> None:
         """Start and initialize every server; one that fails stays `failed` and the run goes on."""
@@ -309,6 +321,8 @@ class McpConnection:
                 return server.env[DEVICE_SERIAL_VARIABLE]
         if self.environ.get(DEVICE_SERIAL_VARIABLE):
             return self.environ[DEVICE_SERIAL_VARIABLE]
+        if self.device_hint:
+            return self.device_hint
         for server in self.servers:
             if server.client is not None and listing_tool and listing_tool in server.tools:
                 result = await server.client.call_tool(listing_tool, {})

@@ -22,6 +22,7 @@ from pytest_agentbench.agents.mcp_client import (
     connect_timeout,
     device_from_listing,
     load_mcp_configs,
+    serial_from_system_prompt,
     rule_matches,
 )
 from pytest_agentbench.agents.plan import (
@@ -207,6 +208,7 @@ def run(argv: list[str], *, stdin: TextIO, stdout: TextIO, stderr: TextIO, envir
         stderr=stderr,
         environ=environ,
         program=PROGRAM,
+        device_hint=serial_from_system_prompt(args.get("append-system-prompt")),
     )
     replay = ReplayRun(connection=connection, plan=plan, writer=writer, max_turns=max_turns, environ=environ)
     timeout_s = connect_timeout(environ)

@@ -236,7 +236,9 @@ class _Builder:
     watch: frozenset[str] = frozenset()
     line_number: int = 0
     init: InitEvent | None = None
-    calls: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Every tool_use block, in stream order: an id used twice is two calls (a later call must not
+    # hide an earlier one), and `audit.crosscheck` names the reuse.
+    calls: list[dict[str, Any]] = field(default_factory=list)
     result: ResultEvent | None = None
     unparseable: list[UnparseableLine] = field(default_factory=list)
     reports: list[AgentReport] = field(default_factory=list)
@@ -287,7 +289,8 @@ class _Builder:
                 self.last_message_has_tool_use = True
                 call_id = str(block.get("id", f"#{len(self.calls)}"))
                 tool_input = block.get("input")
-                self.calls[call_id] = {
+                self.calls.append({
+                    "id": call_id,
                     "name": str(block.get("name", "")),
                     "input": tool_input if isinstance(tool_input, dict) else {},
                     "result_text": None,
@@ -296,7 +299,7 @@ class _Builder:
                     "result_line": None,
                     "watched_hits": frozenset(),
                     "use_line": self.line_number,
-                }
+                })
                 opened.append(call_id)
         return tuple(opened)
 
@@ -309,7 +312,7 @@ class _Builder:
             if block.get("type") != "tool_result":
                 continue
             call_id = str(block.get("tool_use_id"))
-            call = self.calls.get(call_id)
+            call = self._call_for_result(call_id)
             if call is None:
                 continue
             text = tool_result_text(block.get("content"))
@@ -321,6 +324,16 @@ class _Builder:
             answered.append(call_id)
         return tuple(answered)
 
+    def _call_for_result(self, call_id: str) -> dict[str, Any] | None:
+        # The latest call with this id still waiting for its result; else the latest with the id.
+        latest = None
+        for call in reversed(self.calls):
+            if call["id"] == call_id:
+                if call["result_line"] is None:
+                    return call
+                latest = latest or call
+        return latest
+
     def build(self, line_count: int) -> Transcript:
         final_text = None
         if self.last_message_texts and not self.last_message_has_tool_use:
@@ -329,10 +342,10 @@ class _Builder:
         return Transcript(
             init=self.init,
             tool_calls=tuple(
-                ToolCall(id=call_id, name=c["name"], input=c["input"], result_text=c["result_text"], is_error=c["is_error"],
+                ToolCall(id=c["id"], name=c["name"], input=c["input"], result_text=c["result_text"], is_error=c["is_error"],
                          result_chars=c["result_chars"], result_line=c["result_line"], watched_hits=c["watched_hits"],
                          watched=self.watch, use_line=c["use_line"])
-                for call_id, c in self.calls.items()
+                for c in self.calls
             ),
             final_text=final_text,
             result=self.result,

@@ -16,6 +16,13 @@ only place a verdict is decided, for live runs and re-rendered ones alike.
   not be read fails its checks), or `verify.noShell` is set and the run called a shell tool.
 * `passed`: everything else.
 
+Evidence (docs/verdicts.md#where-the-evidence-comes-from): with a relay log (every live run),
+tool calls, device use, `noShell` and the tool-call metrics come from the calls the harness's
+relay carried; the transcript is the agent's claim, cross-checked against the log
+(`audit.crosscheck`: a claim the log does not back fails the run), and its own Bash/PowerShell
+tool_use blocks still count against `noShell`. Tokens, cost and turns are the agent's report.
+A run saved before the relay existed has no log and is audited from the transcript alone.
+
 Stumbles (tool errors, failure patterns in tool results, permission denials, and the repairs an
 agent of this project reports: `recovery`) are reported and counted in the metrics, never scored.
 """
@@ -29,20 +36,23 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from pytest_agentbench.audit.crosscheck import first_mismatch, split_mcp_name
 from pytest_agentbench.audit.matching import match_answer
 from pytest_agentbench.audit.transcript import short_tool_name
 from pytest_agentbench.checks import CheckContext, evaluate, parse_device_checks
 from pytest_agentbench.checks.base import Check
 from pytest_agentbench.device.uiautomator import app_texts, screen_includes
 from pytest_agentbench.run.record import DeviceState, ProcessOutcome, Run, ScreenSnapshot
+from pytest_agentbench.run.relaylog import RelayLog
 
 if TYPE_CHECKING:
     from pytest_agentbench.audit.transcript import ToolCall, Transcript
+    from pytest_agentbench.run.relaylog import RelayCall
     from pytest_agentbench.suite import Suite
 
 VerdictStatus = Literal["passed", "failed", "incomplete"]
 #: Check kinds besides the device check kinds of `checks.KINDS`.
-CheckKind = Literal["answer", "screen", "device-use", "no-shell"]
+CheckKind = Literal["answer", "screen", "device-use", "no-shell", "transcript"]
 #: Claude Code's own tools that run commands; a server's shells come from its profile and schemas.
 BUILTIN_SHELL_TOOLS = frozenset({"Bash", "PowerShell"})
 StumbleKind = Literal["tool-error", "failure-pattern", "permission-denial", "recovery"]
@@ -150,7 +160,7 @@ def incomplete_reasons(*, suite: Suite, transcript: Transcript, process: Process
     return reasons
 
 
-def device_use_check(tool_calls: Iterable[ToolCall], device_aware_tools: frozenset[str]) -> Check:
+def device_use_check(tool_calls: Iterable[ToolCall | RelayCall], device_aware_tools: frozenset[str]) -> Check:
     """Check that at least one device-aware tool call succeeded.
 
     A call counts only with a tool_result that is not an error; inventory and control tools
@@ -231,7 +241,7 @@ def state_checks(suite: Suite, screen: ScreenSnapshot | None, state: DeviceState
     ]
 
 
-def no_shell_check(tool_calls: Iterable[ToolCall], shell_tools: frozenset[str]) -> Check:
+def no_shell_check(tool_calls: Iterable[ToolCall | RelayCall], shell_tools: frozenset[str]) -> Check:
     """`verify.noShell`: no call, successful or not, to a shell tool.
 
     Args:
@@ -297,9 +307,14 @@ def metrics_of(
     process: ProcessOutcome,
     stumbles: list[Stumble],
     device_aware_tools: frozenset[str],
+    calls: Iterable[ToolCall | RelayCall] | None = None,
 ) -> dict:
-    """Build the metrics dict (the keys of a baseline's `metrics` block)."""
-    calls = transcript.tool_calls
+    """Build the metrics dict (the keys of a baseline's `metrics` block).
+
+    `calls` are the evidence of tool use (the relay's calls); None: the transcript's. Tokens,
+    cost and turns are always the agent's own report (its result event).
+    """
+    calls = list(transcript.tool_calls if calls is None else calls)
     result = transcript.result
     usage = result.usage if result is not None else {}
     return {
@@ -329,16 +344,47 @@ def failed_reason(check: Check) -> str:
         return f"screen check failed: expected {check.expected!r}; app texts on screen: {_cut(check.seen)}"
     if check.kind == "no-shell":
         return f"shell use (verify.noShell): the run called {check.seen}"
+    if check.kind == "transcript":
+        return f"the transcript does not match the relay log: {check.seen}"
     return f"{check.kind} check {check.name!r} failed: expected {check.expected}; {check.seen}"
 
 
-def audit_run(run: Run, transcript: Transcript) -> Audit:
+def transcript_check(transcript: Transcript, relay: RelayLog) -> Check:
+    """Every MCP call the transcript claims is backed by a call the relay carried (`audit.crosscheck`)."""
+    denied = {denial.tool_use_id for denial in transcript.result.permission_denials if denial.tool_use_id} if transcript.result else set()
+    mismatch = first_mismatch(transcript.tool_calls, relay, denied_ids=denied)
+    expected = "every MCP call the transcript shows reached a declared server, as the relay log records"
+    if mismatch is not None:
+        return Check("transcript", expected, False, mismatch.detail, "transcript")
+    claimed = sum(1 for call in transcript.tool_calls if split_mcp_name(call.name) is not None)
+    return Check("transcript", expected, True, f"{claimed} MCP call(s) in the transcript, {len(relay.calls)} in the relay log", "transcript")
+
+
+def admitted_shell_calls(transcript: Transcript) -> list[ToolCall]:
+    """The agent's own shell tool_use blocks (Bash, PowerShell): its admission counts against `noShell`."""
+    return [call for call in transcript.tool_calls if call.name in BUILTIN_SHELL_TOOLS]
+
+
+def relay_incomplete_reasons(relay: RelayLog) -> list[str]:
+    """Why the relay's evidence cannot be had (not the agent's doing); empty when it can."""
+    if relay.unavailable:
+        return [f"the harness has no record of the MCP calls: {relay.unavailable}"]
+    reasons = [f"the harness could not start the MCP server {failure}" for failure in relay.server_failures]
+    if relay.problems:
+        reasons.append(f"the relay log is damaged ({len(relay.problems)} line(s) did not parse; first: {relay.problems[0]})")
+    return reasons
+
+
+def audit_run(run: Run, transcript: Transcript, relay: RelayLog | None = None) -> Audit:
     """Audit one run from hard signals only.
 
     Args:
         run: The run record: suite, process outcome, post-run screen, the server's device-aware
             tools, and what the harness could not establish (tools probe, device after the run).
-        transcript: The run's parsed stream-json transcript.
+        transcript: The run's parsed stream-json transcript (the agent's claim).
+        relay: The run's relay log (`run.relaylog.read_relay_log(run.relay_log_path)`): the
+            evidence of tool use. None for a run saved before the relay (`run.relay_log` None);
+            a run that had a relay but whose log is not given is incomplete.
 
     Returns:
         The verdict, every check (device use, answers, screen, device state, shell use),
@@ -347,17 +393,26 @@ def audit_run(run: Run, transcript: Transcript) -> Audit:
     """
     suite = run.suite
     reply = final_reply(transcript)
-    checks = [
-        device_use_check(transcript.tool_calls, run.device_aware_tools),
+    if relay is None and run.relay_log is not None:
+        relay = RelayLog(unavailable=f"the relay log {run.relay_log} was not read")
+    # The evidence of tool use: what the relay carried; the transcript only for pre-relay runs.
+    evidence: list[ToolCall | RelayCall] = list(relay.calls) if relay is not None else list(transcript.tool_calls)
+    checks = [device_use_check(evidence, run.device_aware_tools)]
+    if relay is not None:
+        checks.append(transcript_check(transcript, relay))
+    checks += [
         *answer_checks(suite, transcript),
         *screen_checks(suite, run.screen),
         *device_checks(suite, run.device_state, reply),
     ]
     if suite.verify.no_shell:
-        checks.append(no_shell_check(transcript.tool_calls, run.shell_tools))
+        admitted = admitted_shell_calls(transcript) if relay is not None else []
+        checks.append(no_shell_check([*evidence, *admitted], run.shell_tools))
     stumbles = stumbles_of(suite, transcript)
     failed = [failed_reason(check) for check in checks if not check.passed]
     incomplete = incomplete_reasons(suite=suite, transcript=transcript, process=run.process)
+    if relay is not None:
+        incomplete += relay_incomplete_reasons(relay)
     # Not the agent's doing: the device vanished, or the harness could not tell which tools act
     # on a device (so a failed device-use check proves nothing).
     if not incomplete and run.device_lost:
@@ -372,6 +427,6 @@ def audit_run(run: Run, transcript: Transcript) -> Audit:
         verdict=verdict,
         checks=tuple(checks),
         stumbles=tuple(stumbles),
-        metrics=metrics_of(transcript, run.process, stumbles, run.device_aware_tools),
-        tool_sequence=tuple(short_tool_name(call.name) for call in transcript.tool_calls),
+        metrics=metrics_of(transcript, run.process, stumbles, run.device_aware_tools, evidence),
+        tool_sequence=tuple(short_tool_name(call.name) for call in evidence),
     )

@@ -93,6 +93,16 @@ class RunArtifacts:
         return self.run_dir / "mcp-config.json"
 
     @property
+    def server_config(self) -> Path:
+        """The real servers' config the relay hub starts them from (never given to the agent)."""
+        return self.run_dir / "mcp-servers.json"
+
+    @property
+    def relay_log(self) -> Path:
+        """Every call the harness's MCP relay carried (`run/relay_hub.py` writes it)."""
+        return self.run_dir / "relay.jsonl"
+
+    @property
     def command(self) -> Path:
         return self.run_dir / "claude-command.json"
 
@@ -155,7 +165,7 @@ class PrivateDaemon:
 
 
 def write_run_files(artifacts: RunArtifacts, invocation: Invocation) -> None:
-    """prompt.md, mcp-config.json and claude-command.json, before the agent starts; the agent's own files in its workdir.
+    """prompt.md, mcp-config.json (the agent's: the relay), mcp-servers.json (the harness's) and claude-command.json, before the agent starts.
 
     The agent reads its MCP config (and the replay agent its plan) from its workdir, since a
     confined agent cannot read the run directory; the run directory keeps a copy as an artifact.
@@ -167,6 +177,8 @@ def write_run_files(artifacts: RunArtifacts, invocation: Invocation) -> None:
         Path(invocation.mcp_config_path).write_text(config, encoding="utf-8")
     for destination, source in invocation.staged.items():
         shutil.copyfile(source, destination)
+    if invocation.server_config:
+        artifacts.server_config.write_text(json.dumps(invocation.server_config, indent=2) + "\n", encoding="utf-8")
     command = {
         "argv": invocation.argv,
         "cwd": str(invocation.workdir),

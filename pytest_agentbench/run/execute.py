@@ -25,6 +25,7 @@ from pytest_agentbench.run.invocation import Invocation, InvocationOptions, buil
 from pytest_agentbench.run.postrun import PostRunState, read_post_run_state, stop_run_daemons
 from pytest_agentbench.run.record import ProcessOutcome, Run
 from pytest_agentbench.run.netbridge import Endpoint
+from pytest_agentbench.run.relay_hub import RELAY_LOG_NAME, RelayHub, ServerLaunch
 from pytest_agentbench.run.runner import StreamProgress, run_agent
 from pytest_agentbench.run.server_build import ServerBuild, adb_client_versions, server_build_fingerprint
 from pytest_agentbench.servers.probe import ToolClasses, probe_tools
@@ -55,11 +56,11 @@ def device_aware_tools(cache: dict, invocation: Invocation) -> tuple[frozenset[s
 
 def server_tools(cache: dict, invocation: Invocation) -> tuple[ToolClasses, str | None]:
     """The server's device-aware and shell tools, from one `tools/list` per session (see `device_aware_tools`)."""
-    ((name, _),) = invocation.mcp_config["mcpServers"].items()
+    ((name, _),) = invocation.server_config["mcpServers"].items()
     key = ("tools", name)
     if key not in cache:
         try:
-            cache[key] = probe_tools(invocation.mcp_config, environ=invocation.env)
+            cache[key] = probe_tools(invocation.server_config, environ=invocation.env)
         except AgentbenchError as exc:
             return ToolClasses(frozenset(), frozenset()), str(exc)
     return cache[key], None
@@ -154,14 +155,20 @@ def measure_run(
     harness = {"preflightSeconds": _since(clock)}
     clock = time.monotonic()
     workdir = Path(tempfile.mkdtemp(prefix="agentbench-agent-", dir=agent_workdir_parent(project_root)))
+    # The hub's sockets live outside the run directory (which the agent must not reach), in a
+    # short path (a unix socket's path is limited to ~107 bytes).
+    relay_dir = Path(tempfile.mkdtemp(prefix="agentbench-relay-"))
+    hub: RelayHub | None = None
     try:
         run_token = secrets.token_hex(8)
         invocation = build_invocation(
             suite, options=options, profile=profile, run_dir=run_dir,
             workdir=workdir, serial=device.serial, environ=environ, private_dirs=daemon.dirs, run_token=run_token,
+            relay_socket_dir=relay_dir,
         )
         write_run_files(artifacts, invocation)
         tools, probe_error = server_tools(cache, invocation)
+        hub = start_relay_hub(invocation, artifacts)
         device.hand_over()
         harness["setupSeconds"] = _since(clock)
         started_at = now()
@@ -184,10 +191,15 @@ def measure_run(
             process = ProcessOutcome(exit_code=None, timed_out=False, signal=None, wall_clock_seconds=0.0,
                                      stopped_because=f"the agent never started: {never_started}")
         finished_at = now()
+        # The servers go before the post-run reads: the claim and the device are the harness's again.
+        hub.stop()
     finally:
+        if hub is not None:
+            hub.stop()
         shutil.rmtree(workdir, ignore_errors=True)
+        shutil.rmtree(relay_dir, ignore_errors=True)
     clock = time.monotonic()
-    ((_, server),) = invocation.mcp_config["mcpServers"].items()
+    ((_, server),) = invocation.server_config["mcpServers"].items()
     stop_run_daemons(device, daemon=profile.daemon, run_token=run_token, server_env={**invocation.env, **server["env"]},
                      private_dirs=daemon.dirs, log=artifacts.postrun_log)
     state, cleanup = finish_device_work(device, suite, artifacts, prepared.device_before, prepared.device_baseline)
@@ -218,6 +230,7 @@ def measure_run(
         cleanup=cleanup,
         harness_seconds=harness,
         sandbox=confinement.record(),
+        relay_log=RELAY_LOG_NAME,
     )
 
 
@@ -234,6 +247,18 @@ def confine_run(invocation: Invocation, *, options: InvocationOptions, suite: Su
         server_env={**invocation.env, **(server.get("env") or {})}, private_dirs=list(daemon.dirs.values()),
         adb_endpoint=Endpoint(endpoint.host, endpoint.port),
     )
+
+
+def start_relay_hub(invocation: Invocation, artifacts: RunArtifacts) -> RelayHub:
+    """Listen on the relay's sockets for every server the agent's config declares (the servers start per connection)."""
+    servers = {
+        name: ServerLaunch(argv=(entry["command"], *(str(arg) for arg in entry.get("args") or ())),
+                           env=invocation.server_environ(name), cwd=artifacts.run_dir)
+        for name, entry in invocation.server_config["mcpServers"].items()
+    }
+    assert invocation.relay_socket_dir is not None
+    return RelayHub(socket_dir=invocation.relay_socket_dir, log_path=artifacts.relay_log, servers=servers,
+                    stderr_dir=artifacts.run_dir).start()
 
 
 def _since(clock: float) -> float:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import sys
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -129,10 +131,20 @@ class Invocation:
     staged: dict[Path, Path] = field(default_factory=dict)
     #: The run directory's copy of the MCP config (an artifact; the agent reads `mcp_config_path`).
     mcp_config_artifact: Path | None = None
+    #: The real servers' config (`{"mcpServers": {name: {command, args, env}}}`): what the
+    #: harness's relay hub starts, never shown to the agent.
+    server_config: dict = field(default_factory=dict)
+    #: The directory of the hub's unix sockets (`<server>.sock`), outside the run directory: the
+    #: only harness path the agent's relay needs, so the one a sandbox must bind.
+    relay_socket_dir: Path | None = None
+
+    def server_environ(self, name: str) -> dict[str, str]:
+        """The whole environment the hub starts server `name` with: the scrubbed inherited one under its `env` block."""
+        return {**self.env, **(self.server_config["mcpServers"][name].get("env") or {})}
 
     def describe(self) -> str:
         """Render argv, environment changes and MCP config for a terminal, secrets masked."""
-        masked_config = json.loads(json.dumps(self.mcp_config))
+        masked_config = json.loads(json.dumps(self.server_config or self.mcp_config))
         for server in masked_config.get("mcpServers", {}).values():
             server["env"] = mask_secrets(server.get("env", {}))
         lines = ["argv:", "  " + shlex.join(self.argv), f"workdir: {self.workdir}"]
@@ -140,7 +152,10 @@ class Invocation:
         lines.append("environment set:")
         lines += [f"  {name}={value}" for name, value in mask_secrets(self.env_set).items()]
         lines.append(f"mcp config ({self.mcp_config_path}):")
-        lines += ["  " + line for line in json.dumps(masked_config, indent=2).splitlines()]
+        lines += ["  " + line for line in json.dumps(self.mcp_config, indent=2).splitlines()]
+        if self.server_config:
+            lines.append(f"servers the harness starts behind the relay (sockets in {self.relay_socket_dir}):")
+            lines += ["  " + line for line in json.dumps(masked_config, indent=2).splitlines()]
         lines.append(f"prompt: {len(self.prompt)} characters on stdin")
         return "\n".join(lines)
 
@@ -262,6 +277,7 @@ def build_invocation(
     environ: Mapping[str, str],
     private_dirs: Mapping[str, Path] | None = None,
     run_token: str | None = None,
+    relay_socket_dir: Path | None = None,
 ) -> Invocation:
     """Build the exact agent command, its environment and its MCP config for one run.
 
@@ -276,6 +292,8 @@ def build_invocation(
         environ: The environment the agent would inherit (``os.environ`` in a real run).
         private_dirs: Optional override of where the server's private state lives.
         run_token: This run's token for the server's environment (see ``server_environment``).
+        relay_socket_dir: The directory of the relay hub's sockets (made by the caller, outside
+            the run directory); default: a name under the temp directory (dry runs).
 
     Returns:
         The Invocation; nothing is written or started.
@@ -337,7 +355,9 @@ def build_invocation(
         screenshots=bool(getattr(options, "screenshots", False)),
     )
     command, *args = profile.command
-    mcp_config = {"mcpServers": {profile.name: {"type": "stdio", "command": command, "args": args, "env": server_env}}}
+    server_config = {"mcpServers": {profile.name: {"type": "stdio", "command": command, "args": args, "env": server_env}}}
+    socket_dir = Path(relay_socket_dir) if relay_socket_dir is not None else Path(tempfile.gettempdir()) / f"agentbench-relay-{run_dir.name}"
+    mcp_config = {"mcpServers": {profile.name: relay_entry(socket_dir, profile.name)}}
     return Invocation(
         argv=argv,
         env=env,
@@ -349,6 +369,8 @@ def build_invocation(
         workdir=Path(workdir),
         staged=staged,
         mcp_config_artifact=run_dir / MCP_CONFIG_NAME,
+        server_config=server_config,
+        relay_socket_dir=socket_dir,
     )
 
 
@@ -367,3 +389,19 @@ def replay_plan(suite: Suite, agent_command: str) -> Path | None:
         return None
     plan = Path(suite.path).absolute().parent.parent / "plans" / f"{suite.name}.yml"
     return plan if plan.is_file() else None
+
+
+#: The module `agentbench-relay` runs (`mcp_server/relay.py`); started as `python -m` so the
+#: agent needs no PATH entry for it.
+RELAY_MODULE = "pytest_agentbench.mcp_server.relay"
+
+
+def relay_socket_path(socket_dir: Path, server: str) -> Path:
+    """The unix socket of one declared server in the run's relay directory."""
+    return Path(socket_dir) / f"{server}.sock"
+
+
+def relay_entry(socket_dir: Path, server: str) -> dict:
+    """The agent's `--mcp-config` entry for one server: the relay and its socket, no env, no adb endpoint."""
+    path = relay_socket_path(socket_dir, server)
+    return {"type": "stdio", "command": sys.executable, "args": ["-m", RELAY_MODULE, "--socket", str(path)], "env": {}}

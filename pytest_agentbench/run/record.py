@@ -77,6 +77,9 @@ class Run:
         cleanup: What cleanup did and left (`run.cleanup` report), shown but never judged.
         harness_seconds: The harness's own time around the agent (`preflightSeconds`,
             `setupSeconds`, `postRunSeconds`), measured by `run/execute.py`.
+        relay_log: The relay log's file name in the run directory (`relay.jsonl`): the calls the
+            harness's MCP relay carried, the audit's evidence of tool use. None only for runs
+            saved before the relay existed (audited from the transcript alone).
     """
 
     suite: Suite
@@ -101,8 +104,13 @@ class Run:
     shell_tools: frozenset[str] = frozenset()
     cleanup: Mapping[str, Any] | None = None
     harness_seconds: Mapping[str, float] = field(default_factory=dict)
+    relay_log: str | None = None
     #: How the agent was confined (`run.confine.AgentConfinement.record`): result.json's `sandbox`.
     sandbox: Mapping[str, Any] | None = None
+
+    @property
+    def relay_log_path(self) -> Path | None:
+        return self.run_dir / self.relay_log if self.relay_log else None
 
     @property
     def transcript_path(self) -> Path:
@@ -131,6 +139,7 @@ def audit_inputs(run: Run) -> dict[str, Any]:
         "screenUnavailableReason": run.screen.unavailable_reason if run.screen is not None else None,
         "shellTools": sorted(run.shell_tools),
         "deviceState": _device_state_inputs(run.device_state),
+        "relayLog": run.relay_log,
     }
 
 

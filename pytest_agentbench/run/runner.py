@@ -81,6 +81,13 @@ class AgentExit:
         )
 
 
+def track_group(pgid: int) -> None:
+    """Count a process group the harness started (an MCP server behind the relay) among those
+    `stop_all_groups` and `kill_all_groups` end, until `stop_process_group` stops it."""
+    with _live_lock:
+        _live_groups.add(pgid)
+
+
 def stop_process_group(pgid: int, *, grace_s: float = DEFAULT_GRACE_SECONDS) -> None:
     """TERM a whole process group, then KILL what is left after `grace_s` seconds.
 

@@ -152,6 +152,7 @@ def load_run(result_path: Path, rootdir: Path) -> tuple[Run, dict[str, Any]]:
         cleanup=saved.get("cleanup"),
         harness_seconds=_harness_seconds(saved),
         sandbox=saved.get("sandbox"),
+        relay_log=inputs.get("relayLog"),
     )
     return run, saved
 

@@ -33,6 +33,7 @@ from pytest_agentbench.agents.mcp_client import (
     Permissions,
     connect_timeout,
     load_mcp_configs,
+    serial_from_system_prompt,
 )
 from pytest_agentbench.agents.model.agent import DEFAULT_MAX_TURNS, SYSTEM_PROMPT, AgentLoop, EpisodeResult, LoopSettings, Step
 from pytest_agentbench.agents.model.endpoint import API_KEY_VARIABLE, ChatClient, EndpointConfig, EndpointConfigError
@@ -192,7 +193,7 @@ def run(argv: list[str], *, stdin: TextIO, stdout: TextIO, stderr: TextIO, envir
         servers=[McpServer(name, config) for name, config in configs.items()],
         permissions=Permissions.from_args(args), stderr=stderr, environ=environ, program=PROGRAM,
         # Issue 12's contract: the model agent reaches the phone through the official MCP client.
-        client="sdk",
+        client="sdk", device_hint=serial_from_system_prompt(args.get("append-system-prompt")),
     )
     settings = LoopSettings(model=model, max_turns=max_turns, system_prompt=_system_prompt(args), budget_usd=budget)
     result = anyio.run(

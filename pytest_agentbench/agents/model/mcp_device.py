@@ -95,7 +95,9 @@ async def resolve_device(connection: McpConnection, writer: StreamWriter, tools:
     if environ.get(DEVICE_SERIAL_VARIABLE):
         return environ[DEVICE_SERIAL_VARIABLE]
     if not tools.list_devices:
-        return ""
+        # A pinned server: the harness's system prompt names its serial (the server runs behind
+        # the harness's relay, so its config env is not the agent's to read).
+        return connection.device_hint or ""
     try:
         _, outcome = await connection.call(writer, tools.list_devices, {})
     except Exception as exc:  # noqa: BLE001 - as for any call: a dead server ends the episode

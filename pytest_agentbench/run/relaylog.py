@@ -1,0 +1,168 @@
+"""relay.jsonl (what the harness's MCP relay carried) -> a typed RelayLog: declared servers, listed tools, every tools/call.
+
+The hub (`run/relay_hub.py`) writes the file; the audit takes these records as the evidence of
+tool calls, shell use and device use (`audit/verdict.py`, `audit/crosscheck.py`). Reading is the
+only I/O here; the records are frozen.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+#: Result statuses of a call: the server answered (`ok`, `error` = `isError`), answered with a
+#: JSON-RPC error (`rpc-error`), or never answered before its connection ended (`no-response`).
+CALL_STATUSES = ("ok", "error", "rpc-error", "no-response")
+
+
+@dataclass(frozen=True)
+class RelayCall:
+    """One `tools/call` the relay carried to a server the harness started.
+
+    `name`, `input`, `result_text` and `is_error` mirror `audit.transcript.ToolCall`, so the
+    audit's checks read either kind: `result_text` is "" once the server answered, None when it
+    never did.
+    """
+
+    server: str
+    tool: str
+    arguments: Mapping[str, Any]
+    request_id: Any
+    status: str
+    error: str | None = None
+    error_text: str | None = None
+    started_at: float | None = None
+    ended_at: float | None = None
+    start_monotonic: float | None = None
+    end_monotonic: float | None = None
+    connection: int | None = None
+
+    @property
+    def name(self) -> str:
+        """The agent-side full name, `mcp__<server>__<tool>`."""
+        return f"mcp__{self.server}__{self.tool}"
+
+    @property
+    def input(self) -> Mapping[str, Any]:
+        return self.arguments
+
+    @property
+    def result_text(self) -> str | None:
+        return None if self.status == "no-response" else (self.error_text or self.error or "")
+
+    @property
+    def is_error(self) -> bool:
+        return self.status in ("error", "rpc-error")
+
+    @property
+    def seconds(self) -> float | None:
+        """How long the server took, as the hub saw it."""
+        if self.start_monotonic is None or self.end_monotonic is None:
+            return None
+        return self.end_monotonic - self.start_monotonic
+
+
+@dataclass(frozen=True)
+class RelayLog:
+    """Everything the relay recorded for one run.
+
+    Attributes:
+        declared_servers: The server names the agent's MCP config declares (the hub's header).
+        listed_tools: Server -> the tool names it listed through the relay (absent: never listed).
+        calls: Every `tools/call`, in the order the requests reached the hub.
+        connections: How many relay connections were made (one per server start).
+        server_failures: Why a declared server could not be started, per failed connection.
+        problems: Lines that did not parse (the file is the harness's own, so this is damage).
+        unavailable: Why there is no log at all (None when there is one).
+    """
+
+    declared_servers: tuple[str, ...] = ()
+    listed_tools: Mapping[str, frozenset[str]] = field(default_factory=lambda: MappingProxyType({}))
+    calls: tuple[RelayCall, ...] = ()
+    connections: int = 0
+    server_failures: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()
+    unavailable: str | None = None
+
+
+def _float(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _call(record: Mapping[str, Any]) -> RelayCall:
+    status = record.get("status")
+    arguments = record.get("arguments")
+    return RelayCall(
+        server=str(record.get("server", "")),
+        tool=str(record.get("tool", "")),
+        arguments=arguments if isinstance(arguments, dict) else {},
+        request_id=record.get("id"),
+        status=status if status in CALL_STATUSES else "no-response",
+        error=record.get("error") if isinstance(record.get("error"), str) else None,
+        error_text=record.get("errorText") if isinstance(record.get("errorText"), str) else None,
+        started_at=_float(record.get("startedAt")),
+        ended_at=_float(record.get("endedAt")),
+        start_monotonic=_float(record.get("startMonotonic")),
+        end_monotonic=_float(record.get("endMonotonic")),
+        connection=record.get("connection") if isinstance(record.get("connection"), int) else None,
+    )
+
+
+def parse_relay_lines(lines: list[str]) -> RelayLog:
+    """Relay log lines -> RelayLog (pure; see `read_relay_log`)."""
+    declared: tuple[str, ...] = ()
+    listed: dict[str, set[str]] = {}
+    calls: list[RelayCall] = []
+    failures: list[str] = []
+    problems: list[str] = []
+    connections = 0
+    saw_header = False
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError as exc:
+            problems.append(f"line {number}: {exc}")
+            continue
+        if not isinstance(record, dict):
+            problems.append(f"line {number}: not a JSON object")
+            continue
+        event = record.get("event")
+        if event == "hub":
+            saw_header = True
+            servers = record.get("servers")
+            declared = tuple(str(name) for name in servers) if isinstance(servers, dict) else ()
+        elif event == "connect":
+            connections += 1
+        elif event == "server-failed":
+            failures.append(f"{record.get('server')}: {record.get('reason')}")
+        elif event == "tools/list":
+            tools = record.get("tools") if isinstance(record.get("tools"), list) else []
+            listed.setdefault(str(record.get("server", "")), set()).update(str(tool) for tool in tools)
+        elif event == "call":
+            calls.append(_call(record))
+    if not saw_header:
+        return RelayLog(problems=tuple(problems), unavailable="the relay log has no header (the hub never started)")
+    calls.sort(key=lambda call: call.start_monotonic if call.start_monotonic is not None else float("inf"))
+    return RelayLog(
+        declared_servers=declared,
+        listed_tools=MappingProxyType({name: frozenset(tools) for name, tools in listed.items()}),
+        calls=tuple(calls),
+        connections=connections,
+        server_failures=tuple(failures),
+        problems=tuple(problems),
+    )
+
+
+def read_relay_log(path: Path) -> RelayLog:
+    """Read a run's relay log; a missing or unreadable file is a RelayLog whose `unavailable` says why."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        return RelayLog(unavailable=f"the relay log {Path(path).name} cannot be read: {exc.strerror or exc}")
+    return parse_relay_lines(text.splitlines())
