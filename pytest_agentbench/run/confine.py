@@ -14,14 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agentbench.run import sandbox as bwrap
-from pytest_agentbench.run.netbridge import Endpoint
 from pytest_agentbench.run.sandbox_policy import build_policy
-from pytest_agentbench.servers import COORDINATION_DIR_NAMES
 
-#: How the device is reached from inside: through the harness's relay, or (until the relay
-#: starts the servers itself) by the MCP server the agent starts, with the adb server forwarded.
+#: How the device is reached from inside: only through the harness's relay (its socket
+#: directory is the one harness path bound in); without a relay, not at all.
 REACH_RELAY = "relay"
-REACH_FORWARDED_ADB = "adb server forwarded to the MCP server the agent starts"
+REACH_NONE = "none (no relay socket directory)"
 
 
 @dataclass(frozen=True)
@@ -68,35 +66,18 @@ class AgentConfinement:
 
     def __init__(self, mode: SandboxMode, argv: Sequence[str], env: Mapping[str, str], *, workdir: Path, agent_command: str,
                  run_dir: Path, output_root: Path, project_root: Path, suite_file: Path,
-                 relay_socket_dir: Path | None = None, server_env: Mapping[str, str] | None = None,
-                 private_dirs: Sequence[Path] = (), adb_endpoint: Endpoint | None = None) -> None:
+                 relay_socket_dir: Path | None = None) -> None:
         self.mode = mode
         self.argv = list(argv)
         self.env = dict(env)
         self.pass_fds: tuple[int, ...] = ()
-        self.reach = REACH_RELAY if relay_socket_dir is not None else REACH_FORWARDED_ADB
+        self.reach = REACH_RELAY if relay_socket_dir is not None else REACH_NONE
         self._inner: bwrap.Confinement | None = None
         if not mode.on:
             return
-        server_dirs: list[Path] = []
-        server_endpoints: list[Endpoint] = []
-        if relay_socket_dir is None:
-            # Before the relay: the agent starts the MCP server inside, which must write its
-            # private state and claim files and reach the adb server (docs/isolation.md).
-            server_dirs = [*private_dirs]
-            for name in COORDINATION_DIR_NAMES:
-                if (server_env or {}).get(name):
-                    Path(server_env[name]).mkdir(parents=True, exist_ok=True)  # type: ignore[index]
-                    server_dirs.append(Path(server_env[name]))  # type: ignore[index]
-            adb_socket = (server_env or {}).get("ADB_SERVER_SOCKET", "")
-            if adb_socket.startswith("localfilesystem:"):
-                server_dirs.append(Path(adb_socket.removeprefix("localfilesystem:")).parent)
-            elif adb_endpoint is not None:
-                server_endpoints.append(adb_endpoint)
         self.policy = build_policy(
             workdir=workdir, agent_command=agent_command, environ=env, run_dir=run_dir, output_root=output_root,
             project_root=project_root, suite_file=suite_file, extra_binds=[relay_socket_dir] if relay_socket_dir else [],
-            server_dirs=server_dirs, server_endpoints=server_endpoints,
         )
         self._inner = bwrap.Confinement(self.policy, argv, env)
 

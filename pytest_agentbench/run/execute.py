@@ -24,7 +24,6 @@ from pytest_agentbench.run.fingerprints import requested_model
 from pytest_agentbench.run.invocation import Invocation, InvocationOptions, build_invocation
 from pytest_agentbench.run.postrun import PostRunState, read_post_run_state, stop_run_daemons
 from pytest_agentbench.run.record import ProcessOutcome, Run
-from pytest_agentbench.run.netbridge import Endpoint
 from pytest_agentbench.run.relay_hub import RELAY_LOG_NAME, RelayHub, ServerLaunch
 from pytest_agentbench.run.runner import StreamProgress, run_agent
 from pytest_agentbench.run.server_build import ServerBuild, adb_client_versions, server_build_fingerprint
@@ -172,8 +171,7 @@ def measure_run(
         device.hand_over()
         harness["setupSeconds"] = _since(clock)
         started_at = now()
-        confinement = confine_run(invocation, options=options, suite=suite, run_dir=run_dir, daemon=daemon,
-                                  project_root=project_root, device=device)
+        confinement = confine_run(invocation, options=options, suite=suite, run_dir=run_dir, project_root=project_root)
         try:
             # Leaving the confinement waits until nothing the agent started is alive.
             with confinement as confined:
@@ -234,18 +232,14 @@ def measure_run(
     )
 
 
-def confine_run(invocation: Invocation, *, options: InvocationOptions, suite: Suite, run_dir: Path, daemon: PrivateDaemon,
-                project_root: Path, device: ClaimedDevice) -> AgentConfinement:
+def confine_run(invocation: Invocation, *, options: InvocationOptions, suite: Suite, run_dir: Path,
+                project_root: Path) -> AgentConfinement:
     """The agent's confinement for this run (`--agentbench-sandbox`; unconfined when the options carry no mode)."""
     mode = getattr(options, "sandbox", None) or SandboxMode("off", "off", reason="unconfined (no sandbox mode in the options)")
-    ((_, server),) = invocation.mcp_config["mcpServers"].items()
-    endpoint = device.adb.endpoint
     return AgentConfinement(
         mode, invocation.argv, invocation.env, workdir=invocation.workdir, agent_command=options.claude,
         run_dir=run_dir, output_root=getattr(options, "output", run_dir.parent.parent), project_root=project_root,
-        suite_file=Path(suite.path), relay_socket_dir=getattr(invocation, "relay_socket_dir", None),
-        server_env={**invocation.env, **(server.get("env") or {})}, private_dirs=list(daemon.dirs.values()),
-        adb_endpoint=Endpoint(endpoint.host, endpoint.port),
+        suite_file=Path(suite.path), relay_socket_dir=invocation.relay_socket_dir,
     )
 
 

@@ -43,8 +43,7 @@ class SandboxPolicy:
         workdir: The agent's empty working directory: its HOME, the one place it writes.
         hide: Directories covered by an empty tmpfs (files by /dev/null), parents first.
         expose: Paths shown again, read-only, inside hidden ones (the venv, this package).
-        writable: Paths bound read-write at their own place (the relay socket directory, and
-            before the relay: the MCP server's private directories and claim root).
+        writable: Paths bound read-write at their own place (the relay's socket directory).
         loopback: Loopback endpoints the agent reaches at the same host and port (a local
             model API); each is carried through a unix socket.
         remote: Hosts the agent reaches through the allowlisting CONNECT proxy (HTTPS_PROXY).
@@ -164,8 +163,6 @@ def build_policy(
     project_root: Path,
     suite_file: Path,
     extra_binds: Sequence[Path] = (),
-    server_dirs: Sequence[Path] = (),
-    server_endpoints: Sequence[Endpoint] = (),
     package_root: Path | None = None,
     interpreter_prefixes: Sequence[str] | None = None,
 ) -> SandboxPolicy:
@@ -180,15 +177,11 @@ def build_policy(
         project_root: The pytest rootdir (hidden; the venv and package are shown again).
         suite_file: The suite file; its directory and the plans beside it are hidden.
         extra_binds: Directories bound read-write for the agent (the relay's socket directory).
-        server_dirs: Before the relay: directories the MCP server the agent starts writes
-            (its private state, the claim root), bound read-write.
-        server_endpoints: Before the relay: what that server must reach (the adb server).
         package_root: This package's directory (default: the installed one).
         interpreter_prefixes: The venv and base interpreter prefixes (default: sys's).
     """
     kind = agent_kind(agent_command)
     endpoints, notes = model_endpoints(kind, environ)
-    endpoints += [endpoint for endpoint in server_endpoints if endpoint not in endpoints]
     loopback = tuple(endpoint for endpoint in endpoints if is_loopback(endpoint.host))
     remote = tuple(endpoint for endpoint in endpoints if not is_loopback(endpoint.host))
 
@@ -208,6 +201,6 @@ def build_policy(
     # A path shown again only matters when something hides it; the rest is visible already.
     expose = tuple(path for path in _resolved(shown)
                    if path.exists() and any(path.is_relative_to(h) for h in hide) and path != Path(workdir).resolve())
-    writable = tuple(path for path in _resolved([*server_dirs, *extra_binds]) if path.exists())
+    writable = tuple(path for path in _resolved(extra_binds) if path.exists())
     return SandboxPolicy(workdir=Path(workdir).resolve(), hide=hide, expose=expose, writable=writable,
                          loopback=loopback, remote=remote, agent_kind=kind, notes=tuple(notes))
