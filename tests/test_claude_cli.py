@@ -86,8 +86,8 @@ class PluginRun:
 
 
 def _processes_of(suite_file: Path, run_dir: Path) -> list[str]:
-    """Live processes started for this run: the agent (AGENTBENCH_SUITE_FILE) or its MCP server (data dir)."""
-    markers = (f"AGENTBENCH_SUITE_FILE={suite_file}".encode(), f"AGENTBENCH_DATA_DIR={run_dir / 'data'}".encode())
+    """Live processes started for this run: the agent (AGENTBENCH_SUITE, no harness path) or its MCP server (data dir)."""
+    markers = (f"AGENTBENCH_SUITE={SUITE_NAME}".encode(), f"AGENTBENCH_DATA_DIR={run_dir / 'data'}".encode())
     found = []
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit() or int(proc.name) == os.getpid():
