@@ -248,7 +248,12 @@ result(PARAMS["final"])
     # Plays the suite's plan with agentbench-replay (a child, same stdout), then lingers after
     # its result event as Claude Code sometimes does, until the harness ends it.
     "replay-linger": """
-subprocess.run(["agentbench-replay", *sys.argv[1:]], input=prompt.encode("utf-8"), check=False)
+args = list(sys.argv[1:])
+if PARAMS.get("plan_text"):
+    with open("fake-agent-plan.yml", "w", encoding="utf-8") as plan_file:
+        plan_file.write(PARAMS["plan_text"])
+    args += ["--plan", "fake-agent-plan.yml"]
+subprocess.run(["agentbench-replay", *args], input=prompt.encode("utf-8"), check=False)
 if PARAMS.get("marker"):
     mark(PARAMS["marker"], pid=os.getpid(), pgid=os.getpgrp())
 time.sleep(PARAMS.get("linger_s", 600))
@@ -322,7 +327,7 @@ def write_dispatcher(directory: Path, behaviours: dict[str, Behaviour], *, proje
 def _with_plan(behaviour: Behaviour, suite: str, project: Path | None) -> dict[str, Any]:
     params = dict(behaviour.params)
     plan = project / "benchmark" / "agent" / "plans" / f"{suite}.yml" if project is not None else None
-    if behaviour.name == "replay" and "plan" not in params and plan is not None and plan.is_file():
+    if behaviour.name in ("replay", "replay-linger") and "plan" not in params and plan is not None and plan.is_file():
         params["plan_text"] = plan.read_text(encoding="utf-8")
     return params
 

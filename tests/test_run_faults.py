@@ -100,7 +100,7 @@ def hung_and_killed(adb_server: PrivateAdbServer, tmp_path_factory: pytest.TempP
         "agent-killed": Behaviour("signal", {"signal": int(signal.SIGKILL)}),
         "agent-silent": Behaviour("hang", {"marker": str(silent)}),
         "agent-lingers": Behaviour("replay-linger", {"marker": str(linger)}),
-    })
+    }, project=project)
     env = session_env(adb_server.port, tmp / "claims")
     done = run_session(project, ["benchmark/", *UNCONFINED, "--device", "sim", "--claude", str(agent), f"--junitxml={tmp / 'r.xml'}", "-rA",
                                  "--agentbench-output", str(tmp / "out")], env)
