@@ -301,9 +301,11 @@ def write_agent(directory: Path, behaviour: str, **params: Any) -> Path:
     return _write_script(directory / f"fake-agent-{behaviour}", BODIES[behaviour], params)
 
 
-def write_dispatcher(directory: Path, behaviours: dict[str, Behaviour], *, project: Path | None = None) -> Path:
+def write_dispatcher(directory: Path, behaviours: dict[str, Behaviour], *, project: Path | None = None,
+                     bodies: dict[str, str] | None = None) -> Path:
     """Write one fake agent that behaves per suite: `AGENTBENCH_SUITE` -> a Behaviour.
 
+    `bodies` adds behaviours of the caller's own (name -> script body, run after the prelude).
     An unknown suite makes the agent exit 97 with a message on stderr (the run is incomplete).
     With `project`, a `replay` behaviour gets its suite's plan (`benchmark/agent/plans/<suite>.yml`)
     baked in: the harness stages plans only for `agentbench-replay` itself, and a confined agent
@@ -313,7 +315,7 @@ def write_dispatcher(directory: Path, behaviours: dict[str, Behaviour], *, proje
     table = {suite: {"name": b.name, "params": _with_plan(b, suite, project)} for suite, b in behaviours.items()}
     dispatch = (
         f"TABLE = json.loads({json.dumps(table)!r})\n"
-        f"BODIES = json.loads({json.dumps(BODIES)!r})\n"
+        f"BODIES = json.loads({json.dumps({**BODIES, **(bodies or {})})!r})\n"
         "chosen = TABLE.get(os.environ.get('AGENTBENCH_SUITE', ''))\n"
         "if chosen is None:\n"
         "    sys.stderr.write('fake agent: no behaviour for suite ' + repr(os.environ.get('AGENTBENCH_SUITE')) + '\\n')\n"

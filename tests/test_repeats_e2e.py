@@ -292,9 +292,9 @@ def test_a_phone_on_another_adb_server(adb_server: PrivateAdbServer, tmp_path: P
         assert session.done.returncode == 0, session.terminal[-4000:]
         (result,) = session.document["runs"]
         assert result["device"]["serial"] == serial and result["verdict"]["status"] == "passed"
-        config = json.loads((Path(result["runDirectory"]) / "mcp-config.json").read_text(encoding="utf-8"))
+        config = json.loads((Path(result["runDirectory"]) / "mcp-servers.json").read_text(encoding="utf-8"))
         (server,) = config["mcpServers"].values()
-        # The run's MCP server talks to the phone's adb server, not to the session's.
+        # The run's MCP server (started by the harness behind the relay) talks to the phone's adb server, not to the session's.
         assert server["env"]["ADB_SERVER_SOCKET"] == f"tcp:127.0.0.1:{other.port}"
         assert server["env"]["ANDROID_ADB_SERVER_PORT"] == str(other.port)
         (held,) = claimlog.read(session.output / claimlog.CLAIM_LOG_NAME)

@@ -106,12 +106,27 @@ def as_is(run_dir: Path) -> None:
     return None
 
 
+def remove_relay_log(run_dir: Path) -> str:
+    (run_dir / "relay.jsonl").unlink()
+    return "the harness has no record of the MCP calls: the relay log relay.jsonl cannot be read"
+
+
+def drop_relayed_calls(run_dir: Path) -> str:
+    # The re-audit takes tool use from the saved relay log, not from the transcript's word.
+    log = run_dir / "relay.jsonl"
+    kept = [line for line in log.read_text(encoding="utf-8").splitlines() if json.loads(line)["event"] != "call"]
+    log.write_text("\n".join(kept) + "\n", encoding="utf-8")
+    return "the transcript does not match the relay log: mcp__agentbench__observe("
+
+
 RERENDERS = [
     pytest.param("bug-repro", as_is, "dir", "passed", 0, id="passed-run-dir"),
     pytest.param("bug-repro", as_is, "result.json", "passed", 0, id="passed-result-json"),
     pytest.param("wifi-on", as_is, "dir", "failed", 1, id="failed-run-dir"),
     pytest.param("bug-repro", corrupt_transcript, "dir", "incomplete", 1, id="corrupt-transcript"),
     pytest.param("bug-repro", old_scoring_code, "dir", "passed", 0, id="scoring-code-differs"),
+    pytest.param("bug-repro", remove_relay_log, "dir", "incomplete", 1, id="relay-log-missing"),
+    pytest.param("bug-repro", drop_relayed_calls, "dir", "failed", 1, id="relay-log-without-the-calls"),
 ]
 
 
@@ -140,6 +155,13 @@ def test_from_result(saved, tmp_path, suite, doctor, target, status, ret):
         assert reason.startswith(expected), reason
         assert f"INCOMPLETE {recorded['nodeid']}" in rerun.stdout
         assert f"{suite}[{run_dir.name}] - incomplete: {reason}" in rerun.stdout
+    elif doctor is remove_relay_log:
+        (reason,) = result["verdict"]["reasons"]
+        assert reason.startswith(expected), reason
+    elif doctor is drop_relayed_calls:
+        reasons = result["verdict"]["reasons"]
+        assert reasons[0].startswith("no successful call to a device-aware tool"), reasons
+        assert any(reason.startswith(expected) for reason in reasons), reasons
     else:
         assert expected in rerun.report_of(suite)
         assert expected not in original.report_of(suite)

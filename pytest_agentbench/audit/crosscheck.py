@@ -110,14 +110,14 @@ def mismatches(calls: Iterable[ToolCall], relay: RelayLog, *, denied_ids: Iterab
     denied = frozenset(denied_ids)
     relayed = relay.calls
     used = [False] * len(relayed)
-    seen: set[str] = set()
+    seen: dict[str, ToolCall] = {}
     found: list[Mismatch] = []
     for call in calls:
         if call.id in seen:
             found.append(Mismatch("reused-id", call.id, call.name, call.use_line,
-                                  f"{_shown(call)} reuses the id of an earlier tool_use"))
+                                  f"{_shown(call)} reuses the id of an earlier tool_use, {_shown(seen[call.id])}"))
             continue
-        seen.add(call.id)
+        seen[call.id] = call
         parts = split_mcp_name(call.name)
         if parts is None or claims_nothing(call, denied):
             continue

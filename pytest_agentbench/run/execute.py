@@ -156,7 +156,7 @@ def measure_run(
     workdir = Path(tempfile.mkdtemp(prefix="agentbench-agent-", dir=agent_workdir_parent(project_root)))
     # The hub's sockets live outside the run directory (which the agent must not reach), in a
     # short path (a unix socket's path is limited to ~107 bytes).
-    relay_dir = Path(tempfile.mkdtemp(prefix="agentbench-relay-"))
+    relay_dir = relay_socket_dir(project_root, profile.name)
     hub: RelayHub | None = None
     try:
         run_token = secrets.token_hex(8)
@@ -241,6 +241,18 @@ def confine_run(invocation: Invocation, *, options: InvocationOptions, suite: Su
         run_dir=run_dir, output_root=getattr(options, "output", run_dir.parent.parent), project_root=project_root,
         suite_file=Path(suite.path), relay_socket_dir=invocation.relay_socket_dir,
     )
+
+
+#: A unix socket's path must fit in sun_path (108 bytes on Linux, 104 on macOS), with room to spare.
+_SOCKET_PATH_LIMIT = 100
+
+
+def relay_socket_dir(project_root: Path, server: str) -> Path:
+    """A fresh private (0700) directory for the hub's sockets: outside the project and the run directory, short enough for a socket path."""
+    parent = agent_workdir_parent(project_root)
+    if len(str(parent)) + len("/agentbench-relay-xxxxxxxx/") + len(server) + len(".sock") > _SOCKET_PATH_LIMIT:
+        parent = Path("/tmp")
+    return Path(tempfile.mkdtemp(prefix="agentbench-relay-", dir=parent))
 
 
 def start_relay_hub(invocation: Invocation, artifacts: RunArtifacts) -> RelayHub:

@@ -161,9 +161,8 @@ class _Connection:
                 except OSError:
                     # The relay is gone; keep reading so the server is not blocked on its pipe.
                     pass
-                if self.pending or b"\n" in data:
-                    for line in _lines(buffer, data):
-                        self._note_response(line, ended)
+                for line in _lines(buffer, data):
+                    self._note_response(line, ended)
         except OSError:
             pass
         with contextlib.suppress(OSError):
