@@ -186,18 +186,20 @@ class Confinement:
             os.close(self._info_w)
             self._info_w = None
 
-    def _read_namespace_pid(self) -> int | None:
+    def _read_namespace(self) -> tuple[int | None, int | None]:
+        """bwrap's `--info-fd` report: the namespace's first process (host pid) and the PID namespace's inode."""
         if self._info_r is None:
-            return None
+            return None, None
         self.started()
         data = b""
         with contextlib.suppress(OSError):
             os.set_blocking(self._info_r, False)
             while chunk := os.read(self._info_r, 4096):
                 data += chunk
-        with contextlib.suppress(ValueError, json.JSONDecodeError):
-            return int(json.loads(data.decode() or "{}").get("child-pid") or 0) or None
-        return None
+        with contextlib.suppress(ValueError, AttributeError, json.JSONDecodeError):
+            info = json.loads(data.decode() or "{}")
+            return int(info.get("child-pid") or 0) or None, int(info.get("pid-namespace") or 0) or None
+        return None, None
 
     @property
     def refused(self) -> list[str]:
@@ -206,8 +208,8 @@ class Confinement:
 
     def __exit__(self, *exc_info: object) -> None:
         try:
-            self.namespace_pid = self._read_namespace_pid()
-            self.leftovers = end_namespace(self.namespace_pid)
+            self.namespace_pid, namespace = self._read_namespace()
+            self.leftovers = end_namespace(self.namespace_pid, namespace_id=namespace)
         finally:
             if self._bridge is not None:
                 self._bridge.close()
@@ -237,12 +239,18 @@ def _members(namespace: str) -> list[int]:
     return members
 
 
-def end_namespace(pid: int | None, *, timeout_s: float = _NAMESPACE_GONE_S) -> list[int]:
+def end_namespace(pid: int | None, *, namespace_id: int | None = None, timeout_s: float = _NAMESPACE_GONE_S) -> list[int]:
     """Make sure the sandbox's PID namespace is empty: SIGKILL its first process if it lives on, wait.
 
     The kernel kills every process of a PID namespace when its first process exits, and bwrap's
     `--die-with-parent` kills that one when bwrap goes; this waits for both, so nothing the agent
     started (a daemon that left its process group) is alive when the post-run reads begin.
+
+    Args:
+        pid: The namespace's first process, as the host numbers it.
+        namespace_id: The PID namespace's inode (bwrap reports it); a pid now in another
+            namespace was reused, and is left alone.
+        timeout_s: How long to wait for the namespace to empty.
 
     Returns:
         The pids still alive after the wait (empty when the namespace is gone).
@@ -251,6 +259,8 @@ def end_namespace(pid: int | None, *, timeout_s: float = _NAMESPACE_GONE_S) -> l
         return []
     namespace = _namespace_of(pid)
     if namespace is None or namespace == _namespace_of(os.getpid()):
+        return []
+    if namespace_id is not None and namespace != f"pid:[{namespace_id}]":
         return []
     members = _members(namespace)
     if members:
