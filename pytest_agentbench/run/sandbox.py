@@ -51,8 +51,11 @@ class Availability:
     reason: str | None = None
 
 
+_probed: dict[str, Availability] = {}
+
+
 def probe(bwrap: str | None = None) -> Availability:
-    """Try a confined `true` with every namespace the sandbox uses (user namespaces may be off).
+    """Try a confined `true` with every namespace the sandbox uses (user namespaces may be off); once per executable and process.
 
     Args:
         bwrap: The bwrap executable (default: `bwrap` on PATH).
@@ -62,6 +65,12 @@ def probe(bwrap: str | None = None) -> Availability:
     executable = bwrap or shutil.which(BWRAP)
     if not executable:
         return Availability(False, reason=f"bwrap is not installed ({INSTALL_HINT})")
+    if executable not in _probed:
+        _probed[executable] = _try(executable)
+    return _probed[executable]
+
+
+def _try(executable: str) -> Availability:
     try:
         version = subprocess.run([executable, "--version"], capture_output=True, text=True, timeout=10).stdout.strip()
         trial = subprocess.run(
