@@ -206,7 +206,10 @@ name, client = relay_client()
 call(client, name, "toolu_1", "observe", {"device": serial()})
 # The server exits (and gives up its claim) once its stdin closes, as after a session.
 client.close()
-config = json.load(open(os.path.join(os.path.dirname(sys.argv[sys.argv.index("--mcp-config") + 1]), "mcp-servers.json")))
+# The harness's server config is in the run directory (the agent's --mcp-config is in its
+# workdir); this fake runs unconfined and finds it below the session's output root.
+import glob
+config = json.load(open(sorted(glob.glob(os.path.join(PARAMS["output"], "*", "*", "mcp-servers.json")))[-1]))
 (server,) = config["mcpServers"].values()
 env = dict(os.environ)
 env.update(server["env"])

@@ -33,7 +33,7 @@ def _session(tmp_path: Path, adb_server: PrivateAdbServer, kind: str) -> tuple[o
     project = make_project(tmp_path / "project", {"daemon": SUITE})
     marker = tmp_path / "daemon.json"
     agent = write_agent(tmp_path / "agent", "detached-daemon", kind=kind, marker=str(marker), final=ANSWER,
-                        socket=str(tmp_path / "elsewhere" / "other.sock"))
+                        socket=str(tmp_path / "elsewhere" / "other.sock"), output=str(tmp_path / "out"))
     env = session_env(adb_server.port, tmp_path / "claims")
     done = run_session(project, ["benchmark/", *UNCONFINED, "--device", "sim", "--claude", str(agent), f"--junitxml={tmp_path / 'r.xml'}",
                                  "--agentbench-output", str(tmp_path / "out")], env)

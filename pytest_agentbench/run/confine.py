@@ -8,11 +8,14 @@ the confined command's (bwrap, `run/sandbox.py`) or, unconfined, the invocation'
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_agentbench.errors import AgentProcessError
 from pytest_agentbench.run import sandbox as bwrap
 from pytest_agentbench.run.sandbox_policy import build_policy
 
@@ -61,6 +64,12 @@ def resolve_mode(requested: str, availability: bwrap.Availability | None = None)
     return SandboxMode("off", requested, reason=found.reason)
 
 
+def _executable(command: str, env: Mapping[str, str]) -> bool:
+    if os.sep in command:
+        return os.path.isfile(command) and os.access(command, os.X_OK)
+    return shutil.which(command, path=env.get("PATH")) is not None
+
+
 class AgentConfinement:
     """`with AgentConfinement(...) as c: run_agent(c.argv, env=c.env, pass_fds=c.pass_fds, on_started=c.started)`."""
 
@@ -83,6 +92,10 @@ class AgentConfinement:
 
     def __enter__(self) -> AgentConfinement:
         if self._inner is not None:
+            # Inside, bwrap would start and then fail to exec: say it as the runner would.
+            if not _executable(self.argv[0], self.env):
+                raise AgentProcessError(f"could not start the agent command {self.argv[0]!r}: No such file or directory. "
+                                        "Check --claude (an executable on PATH or an absolute path).")
             self._inner.__enter__()
             self.argv, self.env, self.pass_fds = self._inner.argv, self._inner.env, self._inner.pass_fds
         return self
