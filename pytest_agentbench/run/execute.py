@@ -184,6 +184,8 @@ def measure_run(
                 )
             process = agent.outcome
         except AgentProcessError as never_started:
+            if not artifacts.transcript.exists():  # refused before any process (a confined command not found)
+                artifacts.transcript.write_bytes(b"")
             # A harness or setup problem (a wrong --claude), not an agent that failed: the run is
             # incomplete, so repeat statistics never count it against the agent.
             process = ProcessOutcome(exit_code=None, timed_out=False, signal=None, wall_clock_seconds=0.0,
