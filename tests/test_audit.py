@@ -585,3 +585,79 @@ def test_agent_reports_become_stumbles_and_the_recoveries_metric(reports, stumbl
     assert [(stumble.kind, stumble.tool) for stumble in audit.stumbles] == stumbles
     assert (audit.metrics["recoveries"], audit.metrics["stumbles"]) == (recoveries, len(stumbles))
     assert audit.verdict.status == "passed", "reports are never scored"
+
+
+# ----------------------------------------------------------------------------- the relay log as the evidence
+
+from pytest_agentbench.run.relaylog import RelayCall, RelayLog  # noqa: E402
+
+
+def relayed(tool: str, status: str = "ok", **arguments: object) -> RelayCall:
+    # The arguments `call()` gives its claims, unless told otherwise.
+    return RelayCall(server="agentbench", tool=tool, arguments=arguments or dict(call().input), request_id=1, status=status)
+
+
+def no_shell_suite() -> Suite:
+    suite = make_suite()
+    return dataclasses.replace(suite, verify=dataclasses.replace(suite.verify, no_shell=True))
+
+
+def relay_log(*calls: RelayCall, **changes: object) -> RelayLog:
+    return dataclasses.replace(RelayLog(declared_servers=("agentbench",), calls=calls, connections=1), **changes)
+
+
+def audit_with_relay(relay: RelayLog | None, stream: Transcript | None = None, *, no_shell: bool = False):
+    run = make_run(no_shell_suite() if no_shell else make_suite(), relay_log="relay.jsonl")
+    return audit_run(run, stream or transcript(tool_calls=(call(OBSERVE, id="t1", result="ok"),)), relay)
+
+
+def _call_with_input(name: str, id: str, **arguments: object) -> ToolCall:
+    return ToolCall(id=id, name=name, input=dict(arguments), result_text="ok", is_error=False)
+
+
+def test_tool_use_and_metrics_come_from_the_relay_log() -> None:
+    stream = transcript(tool_calls=(call(OBSERVE, id="t1", result="ok"),))
+    audit = audit_with_relay(relay_log(relayed("listDevices"), relayed("observe"), relayed("tapOn", "error")), stream)
+    assert audit.verdict.status == "passed", audit.verdict
+    assert audit.tool_sequence == ("listDevices", "observe", "tapOn")
+    assert (audit.metrics["toolCalls"], audit.metrics["mcpCalls"], audit.metrics["deviceAwareCalls"]) == (3, 3, 2)
+    # Tokens and cost stay the agent's own report.
+    assert audit.metrics["inputTokens"] == stream.result.usage["input_tokens"]
+
+
+def test_claimed_calls_without_relayed_ones_fail_device_use_and_the_transcript_check() -> None:
+    audit = audit_with_relay(relay_log())
+    assert audit.verdict.status == "failed"
+    assert audit.verdict.reasons[0] == "no successful call to a device-aware tool (no call to a device-aware tool)"
+    assert audit.verdict.reasons[1].startswith("the transcript does not match the relay log: mcp__agentbench__observe(")
+
+
+def test_a_bash_admission_counts_against_no_shell_even_behind_a_reused_id() -> None:
+    stream = transcript(tool_calls=(_call_with_input("Bash", "t1", command="adb shell id"), call(OBSERVE, id="t1", result="ok")))
+    audit = audit_with_relay(relay_log(relayed("observe")), stream, no_shell=True)
+    reasons = audit.verdict.reasons
+    assert audit.verdict.status == "failed" and any(r.startswith("shell use (verify.noShell): the run called Bash(") for r in reasons)
+    assert any("reuses the id of an earlier tool_use, Bash(" in r for r in reasons), reasons
+
+
+def test_a_relayed_shell_call_fails_no_shell() -> None:
+    run = make_run(no_shell_suite(), relay_log="relay.jsonl", shell_tools=frozenset({"mcp__agentbench__shell"}))
+    audit = audit_run(run, transcript(tool_calls=()), relay_log(relayed("observe"), relayed("shell", command="id")))
+    assert any(r.startswith("shell use (verify.noShell): the run called mcp__agentbench__shell(") for r in audit.verdict.reasons)
+
+
+@pytest.mark.parametrize(("relay", "reason"), [
+    (None, "the harness has no record of the MCP calls: the relay log relay.jsonl was not read"),
+    (RelayLog(unavailable="the relay log relay.jsonl cannot be read: No such file or directory"),
+     "the harness has no record of the MCP calls: the relay log relay.jsonl cannot be read: No such file or directory"),
+    (RelayLog(declared_servers=("agentbench",), server_failures=("agentbench: could not start `x`",)),
+     "the harness could not start the MCP server agentbench: could not start `x`"),
+])
+def test_a_run_without_usable_relay_evidence_is_incomplete(relay: RelayLog | None, reason: str) -> None:
+    audit = audit_with_relay(relay)
+    assert audit.verdict.status == "incomplete" and reason in audit.verdict.reasons, audit.verdict
+
+
+def test_a_run_saved_before_the_relay_is_audited_from_its_transcript() -> None:
+    audit = run_audit()
+    assert audit.verdict.status == "passed" and "transcript" not in {check.kind for check in audit.checks}
