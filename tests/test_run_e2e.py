@@ -116,7 +116,7 @@ def verdicts(adb_server: PrivateAdbServer, tmp_path_factory: pytest.TempPathFact
         {name: {**overrides, "preflight": {"settleSeconds": 0.3}} for name, (overrides, _, _) in VERDICT_SUITES.items()},
         plans={name: plan for name, (_, _, plan) in VERDICT_SUITES.items() if plan is not None},
     )
-    agent = write_dispatcher(tmp / "agent", {name: behaviour for name, (_, behaviour, _) in VERDICT_SUITES.items()})
+    agent = write_dispatcher(tmp / "agent", {name: behaviour for name, (_, behaviour, _) in VERDICT_SUITES.items()}, project=project)
     return _run(project, ["benchmark/", "--device", "sim", "--claude", str(agent)], adb_server, tmp)
 
 

@@ -146,6 +146,9 @@ class Run:
     sealed_before_agent: Mapping[str, str] = field(default_factory=dict)
     seal_problems: tuple[str, ...] = ()
     relay_log: str | None = None
+    #: How the agent was confined (`run.confine.AgentConfinement.record`): on or off, what was
+    #: asked, the policy; None for a run recorded before the sandbox existed.
+    sandbox: Mapping[str, Any] | None = None
 
     @property
     def relay_log_path(self) -> Path | None:
