@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_agentbench.run.sandbox_forward import pump
 from pytest_agentbench.run.stream import block_main_thread_signals
 
 _CHUNK = 65536
@@ -38,18 +39,9 @@ class Endpoint:
 
 
 def _pump(source: socket.socket, target: socket.socket) -> None:
+    # A bridge thread of the harness: Ctrl+C belongs to the main thread.
     block_main_thread_signals()
-    try:
-        while True:
-            data = source.recv(_CHUNK)
-            if not data:
-                break
-            target.sendall(data)
-    except OSError:
-        pass
-    finally:
-        with contextlib.suppress(OSError):
-            target.shutdown(socket.SHUT_WR)
+    pump(source, target)
 
 
 def _splice(client: socket.socket, upstream: socket.socket, connections: set[socket.socket], lock: threading.Lock) -> None:

@@ -37,7 +37,8 @@ def parse_specs(args: list[str]) -> tuple[list[tuple[str, int, str]], list[str]]
     return specs, command
 
 
-def _pump(source: socket.socket, target: socket.socket) -> None:
+def pump(source: socket.socket, target: socket.socket) -> None:
+    """Copy one direction of a connection until its end, then half-close the other side."""
     try:
         while True:
             data = source.recv(_CHUNK)
@@ -61,9 +62,9 @@ def _carry(client: socket.socket, path: str) -> None:
         client.close()
         upstream.close()
         return
-    back = threading.Thread(target=_pump, args=(upstream, client), daemon=True)
+    back = threading.Thread(target=pump, args=(upstream, client), daemon=True)
     back.start()
-    _pump(client, upstream)
+    pump(client, upstream)
     back.join()
     client.close()
     upstream.close()
