@@ -168,7 +168,10 @@ def results(lab, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str
     server, fleet = lab
     tmp = tmp_path_factory.mktemp("adversarial")
     project = make_project(tmp / "project")
-    agent = tmp / "agent"
+    # Named agentbench-replay (in a directory of its own, off PATH) so the harness stages each
+    # suite's plan for it as it does for the real one: the cheats run confined like any agent.
+    (tmp / "agent").mkdir()
+    agent = tmp / "agent" / "agentbench-replay"
     agent.write_text(ERROR_THEN_SUCCESS, encoding="utf-8")
     agent.chmod(0o755)
     junit = tmp / "junit.xml"
