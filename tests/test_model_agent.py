@@ -32,7 +32,7 @@ class Episode:
         self.device = device
 
     def kinds(self) -> list[str]:
-        return [report.kind for report in self.transcript.reports if report.kind not in ("action", "episode-end")]
+        return [report.kind for report in self.transcript.reports if report.kind not in ("action", "episode-end", "model-call")]
 
     @property
     def wifi_on(self) -> bool:
@@ -263,7 +263,7 @@ def test_a_reply_that_could_not_be_searched_is_told_as_a_user_message(monkeypatc
     def explode(*args: object) -> None:
         raise RecursionError("deep")
 
-    monkeypatch.setattr(tool_parse, "_glm_calls", explode)
+    monkeypatch.setattr(tool_parse, "_tagged_calls", explode)
     episode = run_episode([content("<tool_call>tap"), DONE])
     assert episode.result.ending == "task_complete" and len(episode.requests) == 2
     told = episode.requests[1]["messages"][-1]
