@@ -58,6 +58,9 @@ BUILTIN_SHELL_TOOLS = frozenset({"Bash", "PowerShell"})
 # repaired its model's output or asked again ("recovery"), or refused a model's call ("tool-error").
 _RECOVERY_REPORTS = frozenset({"recovery", "retry"})
 _TOOL_ERROR_REPORTS = frozenset({"action-error", "extra-call"})
+#: The report an agent of this project writes when a model call came without token counts.
+USAGE_UNKNOWN_REPORT = "usage-unknown"
+TOKEN_METRICS = ("inputTokens", "outputTokens", "cacheCreationInputTokens", "cacheReadInputTokens")
 #: The report an agent of this project ends its episode with (`ending`: task_complete, no_tool_call, ...).
 EPISODE_END_REPORT = "episode-end"
 COMPLETED_ENDING = "task_complete"
@@ -290,7 +293,7 @@ def metrics_of(
     calls = list(transcript.tool_calls if calls is None else calls)
     result = transcript.result
     usage = result.usage if result is not None else {}
-    return {
+    metrics = {
         "toolCalls": len(calls),
         "mcpCalls": sum(1 for call in calls if call.name.startswith("mcp__")),
         "deviceAwareCalls": sum(1 for call in calls if call.name in device_aware_tools),
@@ -305,6 +308,12 @@ def metrics_of(
         "recoveries": sum(1 for stumble in stumbles if stumble.kind == "recovery"),
         "toolCounts": dict(Counter(short_tool_name(call.name) for call in calls)),
     }
+    if any(report.kind == USAGE_UNKNOWN_REPORT for report in transcript.reports):
+        # A model call without a usage block: the totals are a lower bound, so they are unknown
+        # (None), kept out of medians and comparisons, rather than a wrong number.
+        for key in TOKEN_METRICS:
+            metrics[key] = None
+    return metrics
 
 
 def episode_ending(transcript: Transcript) -> tuple[str, str] | None:
