@@ -66,7 +66,7 @@ def conclude(run: Run, context: ConcludeContext, saved: RunResult | None = None,
     audit = audit_run(run, transcript, relay)
     split = time_split(
         transcript.timeline, read_arrivals(run.timing_path), wall_clock_seconds=run.process.wall_clock_seconds,
-        tool_names={call.id: call.name for call in transcript.tool_calls},
+        tool_names={call.id: call.name for call in transcript.tool_calls}, reports=transcript.reports,
     )
     timing = {
         "agent": split.as_dict() if split is not None else None,

@@ -36,11 +36,12 @@ class IndexOf:
 
     text: str
     nth: int = 0
+    as_text: bool = False
 
 
-def index_of(text: str, nth: int = 0) -> IndexOf:
-    """The index of the (nth) element whose line shows `"text"` in the latest screen sent."""
-    return IndexOf(text, nth)
+def index_of(text: str, nth: int = 0, *, as_text: bool = False) -> IndexOf:
+    """The index of the (nth) element whose line shows `"text"` in the latest screen sent (`as_text`: as the string "2")."""
+    return IndexOf(text, nth, as_text)
 
 
 @dataclass(frozen=True)
@@ -141,7 +142,8 @@ def resolve_index(screen: str, wanted: IndexOf) -> int:
 
 def _resolve(value: Any, screen: str) -> Any:
     if isinstance(value, IndexOf):
-        return resolve_index(screen, value)
+        index = resolve_index(screen, value)
+        return str(index) if value.as_text else index
     if isinstance(value, dict):
         return {key: _resolve(item, screen) for key, item in value.items()}
     return value

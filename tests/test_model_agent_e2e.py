@@ -18,13 +18,16 @@ import pytest
 from adbserver import PrivateAdbServer, free_port, start_private_adb_server
 from fake_openai import (
     FakeOpenAI,
+    Turn,
     call,
     content,
     delayed,
     empty_until_thinking_off,
     http_error,
     index_of,
+    rate_limited,
     thinking_disabled,
+    with_,
 )
 from fakeagents import Case, junit_cases, make_project, run_session, session_env
 
@@ -63,6 +66,37 @@ SCRIPTS = {
     "api-timeout": [delayed(TIMEOUT_S + 4, content("too late"))] * 2,
 }
 UNREACHABLE = "api-unreachable"
+NAVIGATE = [call("tap", index=NETWORK), call("tap", index=INTERNET), call("tap", index=WIFI)]
+COMPLETE = call("task_complete", answer=DONE)
+HERMES_TAP = 'Opening it.\n<tool_call>\n{{"name": "tap", "arguments": {{"index": {{index_of:{0}}}}}}}\n</tool_call>'
+# Issue 20: what vLLM and llama.cpp send when their parsers are off or the server is strict.
+SCRIPTS.update({
+    # 1. An unclosed <think> left in content (no reasoning parser), cut off by max_tokens.
+    "wifi-think-unclosed": [with_(content("<think>The Network row is index 1. Then Internet, then the"), finish_reason="length"),
+                            *NAVIGATE, COMPLETE],
+    # 2. Two calls and an undecodable third in one reply.
+    "wifi-extra-calls": [Turn(tool_calls=(("tap", {"index": NETWORK}), ("back", {}), ("home", '{"oops": '))),
+                         *NAVIGATE[1:], COMPLETE],
+    # 3. A GLM text call to a tool the model was never given.
+    "wifi-unknown-text-tool": [content("<tool_call>click\n<arg_key>index</arg_key>\n<arg_value>1</arg_value>\n</tool_call>"),
+                               *NAVIGATE, COMPLETE],
+    # 4. Seed 004's W4A16 alarm row: full navigation, then prose instead of task_complete.
+    "wifi-prose-after-nav": [*NAVIGATE, content(DONE)],
+    # 7. A server that sends no usage block on one reply.
+    "wifi-no-usage": [with_(NAVIGATE[0], usage=None), *NAVIGATE[1:], COMPLETE],
+    # 8. Hermes/Qwen3 calls in content (vLLM without --tool-call-parser hermes).
+    "wifi-hermes": [content(HERMES_TAP.format("Network & internet")), content(HERMES_TAP.format("Internet")),
+                    content(HERMES_TAP.format("Wi-Fi")), COMPLETE],
+    # 9. Two 429s with Retry-After 0.2 s, retried by the loop (AGENTBENCH_OPENAI_MAX_RETRIES=2 here).
+    "api-429": [rate_limited(0.2)] + [rate_limited(0.2)] + [*NAVIGATE, COMPLETE],
+    # 10. A strict endpoint refusing skip_special_tokens.
+    "wifi-strict": [*NAVIGATE, COMPLETE],
+    # 11. An index sent as the string "2".
+    "wifi-index-string": [call("tap", index=index_of("Network & internet", as_text=True)), *NAVIGATE[1:], COMPLETE],
+})
+STRICT = {"wifi-strict": frozenset({"skip_special_tokens"})}
+#: The scenarios of the main session (the 429 one runs in a session of its own, with 2 retries).
+IN_SESSION = [name for name in SCRIPTS if name != "api-429"]
 
 CONFTEST = '''
 import pytest
@@ -99,7 +133,8 @@ class Session:
         return [report for report in self.transcript(name).reports if report.kind == kind]
 
 
-def _run(tmp: Path, adb: PrivateAdbServer, suites: list[str], *, base_url: str, api: FakeOpenAI | None) -> Session:
+def _run(tmp: Path, adb: PrivateAdbServer, suites: list[str], *, base_url: str, api: FakeOpenAI | None,
+         max_retries: int = 1) -> Session:
     project = make_project(
         tmp / "project",
         {name: {"claude": {"model": name, "timeoutSeconds": 120}, "preflight": {"settleSeconds": 0.3}} for name in suites},
@@ -110,7 +145,7 @@ def _run(tmp: Path, adb: PrivateAdbServer, suites: list[str], *, base_url: str, 
     env = session_env(
         adb.port, tmp / "claims", COLUMNS="200",
         AGENTBENCH_OPENAI_BASE_URL=base_url, AGENTBENCH_OPENAI_API_KEY=API_KEY,
-        AGENTBENCH_OPENAI_TIMEOUT_S=str(TIMEOUT_S), AGENTBENCH_OPENAI_MAX_RETRIES="1",
+        AGENTBENCH_OPENAI_TIMEOUT_S=str(TIMEOUT_S), AGENTBENCH_OPENAI_MAX_RETRIES=str(max_retries),
         AGENTBENCH_OPENAI_PRICE_INPUT_PER_MTOK="1.5", AGENTBENCH_OPENAI_PRICE_OUTPUT_PER_MTOK="6",
     )
     done = run_session(project, ["benchmark/", "--device", "sim", "--claude", "agentbench-agent",
@@ -128,8 +163,15 @@ def adb_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrivateAdbS
 @pytest.fixture(scope="module")
 def scenarios(adb_server: PrivateAdbServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
     """Every scripted scenario in one session; the fake server is stopped afterwards."""
-    with FakeOpenAI(SCRIPTS) as api:
-        yield _run(tmp_path_factory.mktemp("model-agent"), adb_server, list(SCRIPTS), base_url=api.base_url, api=api)
+    with FakeOpenAI({name: SCRIPTS[name] for name in IN_SESSION}, strict=STRICT) as api:
+        yield _run(tmp_path_factory.mktemp("model-agent"), adb_server, IN_SESSION, base_url=api.base_url, api=api)
+
+
+@pytest.fixture(scope="module")
+def retried(adb_server: PrivateAdbServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
+    """The 429 scenario, in a session allowing 2 retries."""
+    with FakeOpenAI({"api-429": SCRIPTS["api-429"]}) as api:
+        yield _run(tmp_path_factory.mktemp("retried"), adb_server, ["api-429"], base_url=api.base_url, api=api, max_retries=2)
 
 
 @pytest.fixture(scope="module")
@@ -179,8 +221,9 @@ def test_a_model_that_never_calls_a_tool_fails(scenarios: Session) -> None:
     assert transcript.final_text == "I have turned on Wi-Fi for you.\nWIFI: on"
     # Its answer line is right; the screen says otherwise.
     checks = {check["kind"]: check["passed"] for check in scenarios.result("wifi-no-tool")["checks"]}
-    assert checks == {"device-use": True, "transcript": True, "answer": True, "screen": False}
+    assert checks == {"device-use": True, "transcript": True, "completion": False, "answer": True, "screen": False}
     assert [r.data["ending"] for r in transcript.reports if r.kind == "episode-end"] == ["no_tool_call"]
+    assert scenarios.result("wifi-no-tool")["agent"]["episodeEnding"] == "no_tool_call"
 
 
 def test_empty_reply_is_retried_once_without_thinking_and_reported(scenarios: Session) -> None:
@@ -257,7 +300,7 @@ def test_unreachable_endpoint_is_incomplete_with_the_cause(unreachable: Session)
 
 
 def test_every_stream_parses_with_zero_unparseable_lines(scenarios: Session) -> None:
-    for name in SCRIPTS:
+    for name in IN_SESSION:
         transcript = scenarios.transcript(name)
         assert transcript.unparseable == (), (name, transcript.unparseable[:2])
         assert transcript.init.claude_code_version.endswith("-agentbench-agent")
@@ -268,11 +311,11 @@ def test_every_stream_parses_with_zero_unparseable_lines(scenarios: Session) -> 
 def test_re_render_from_result_gives_the_same_verdicts(scenarios: Session, tmp_path: Path) -> None:
     env = session_env(0, tmp_path / "claims")
     env.pop("ANDROID_ADB_SERVER_PORT")
-    args = [arg for name in SCRIPTS for arg in ("--agentbench-from-result", str(scenarios.run_dir(name)))]
+    args = [arg for name in IN_SESSION for arg in ("--agentbench-from-result", str(scenarios.run_dir(name)))]
     junit = tmp_path / "rerender.xml"
     done = run_session(scenarios.project, [*args, f"--junitxml={junit}"], env)
     rerendered = {case.name.split("[")[0]: case.properties.get("agentbench_verdict") for case in junit_cases(junit).values()}
-    assert rerendered == {name: scenarios.cases[name].properties["agentbench_verdict"] for name in SCRIPTS}, done.stdout[-3000:]
+    assert rerendered == {name: scenarios.cases[name].properties["agentbench_verdict"] for name in IN_SESSION}, done.stdout[-3000:]
 
 
 def test_the_api_key_is_in_no_artifact_but_was_sent(scenarios: Session, unreachable: Session) -> None:
@@ -325,3 +368,165 @@ def test_episode_cli_prints_the_steps_and_exits_by_task_complete(
         assert "task_complete NOT called" in done.stdout
     assert parse_file(stream).unparseable == ()
     assert API_KEY not in done.stdout + done.stderr + stream.read_text(encoding="utf-8")
+
+
+# ----------------------------------------------------------------------------- issue 20, through the plugin
+
+
+def _ending(session: Session, name: str) -> str:
+    return [r.data["ending"] for r in session.transcript(name).reports if r.kind == "episode-end"][-1]
+
+
+def test_an_unclosed_think_is_an_empty_reply_retried_reported_and_kept_as_thinking(scenarios: Session) -> None:
+    name = "wifi-think-unclosed"
+    assert _verdict(scenarios, name) == ("passed", "passed"), scenarios.result(name)["verdict"]
+    (retry,) = scenarios.reports(name, "retry")
+    assert retry.data["think_in_content"] == "unclosed" and retry.data["finish_reason"] == "length"
+    assert [thinking_disabled(body) for body in scenarios.api.requests_for(name)][:2] == [False, True]
+    lines = [json.loads(line) for line in (scenarios.run_dir(name) / "claude.jsonl").read_text(encoding="utf-8").splitlines()]
+    thinking = [b["thinking"] for e in lines if e["type"] == "assistant" for b in e["message"]["content"] if b["type"] == "thinking"]
+    assert thinking[0].startswith("The Network row is index 1.")
+    result = scenarios.result(name)
+    assert [s["kind"] for s in result["stumbles"]] == ["recovery"] and result["agent"]["episodeEnding"] == "task_complete"
+
+
+def test_extra_and_undecodable_calls_are_stumbles_and_never_claimed_as_tool_use(scenarios: Session) -> None:
+    name = "wifi-extra-calls"
+    assert _verdict(scenarios, name) == ("passed", "passed")
+    result = scenarios.result(name)
+    assert sorted((s["kind"], s["tool"]) for s in result["stumbles"]) == [("tool-error", "back"), ("tool-error", "home")]
+    assert result["metrics"]["stumbles"] == 2
+    # The transcript claims only the calls the relay carried (the cross-check passed).
+    checks = {check["kind"]: check["passed"] for check in result["checks"]}
+    assert checks["transcript"] is True
+    told = [m["content"] for m in scenarios.api.requests_for(name)[1]["messages"] if m["role"] == "tool"]
+    assert told[1:] == ["not executed: call one tool per turn", told[2]] and "not a JSON object" in told[2]
+
+
+def test_a_text_call_to_an_unknown_tool_is_no_such_tool_not_the_answer(scenarios: Session) -> None:
+    name = "wifi-unknown-text-tool"
+    assert _verdict(scenarios, name) == ("passed", "passed")
+    assert len(scenarios.api.requests_for(name)) == 5
+    told = [m for m in scenarios.api.requests_for(name)[1]["messages"] if m["role"] == "tool"]
+    assert told[0]["content"].startswith("there is no tool named 'click'")
+    assert sorted(s["kind"] for s in scenarios.result(name)["stumbles"]) == ["recovery", "tool-error"]
+
+
+def test_full_navigation_then_prose_fails_for_want_of_task_complete(scenarios: Session) -> None:
+    name = "wifi-prose-after-nav"
+    assert _verdict(scenarios, name) == ("failure", "failed")
+    result = scenarios.result(name)
+    assert result["verdict"]["reasons"] == [
+        "the model never called task_complete (the episode ended no_tool_call: the model replied without a tool call; "
+        "its reply is the final text)"]
+    assert result["agent"]["episodeEnding"] == "no_tool_call"
+    checks = {check["kind"]: check["passed"] for check in result["checks"]}
+    assert checks == {"device-use": True, "transcript": True, "completion": False, "answer": True, "screen": True}
+
+
+def test_unknown_token_counts_are_unknown_in_the_metrics(scenarios: Session) -> None:
+    name = "wifi-no-usage"
+    assert _verdict(scenarios, name) == ("passed", "passed")
+    metrics = scenarios.result(name)["metrics"]
+    assert (metrics["inputTokens"], metrics["outputTokens"]) == (None, None)
+    (unknown,) = scenarios.reports(name, "usage-unknown")
+    assert unknown.turn == 1
+    calls = scenarios.result(name)["timing"]["agent"]["modelCalls"]
+    assert [c["promptTokens"] for c in calls] == [None, 1000, 1000, 1000]
+
+
+def test_hermes_calls_are_recovered_named_and_stripped(scenarios: Session) -> None:
+    name = "wifi-hermes"
+    assert _verdict(scenarios, name) == ("passed", "passed")
+    assert [r.data["format"] for r in scenarios.reports(name, "recovery")] == ["hermes"] * 3
+    assert scenarios.transcript(name).final_text == DONE
+    sent = [m["content"] for m in scenarios.api.requests_for(name)[-1]["messages"] if m["role"] == "assistant"]
+    assert sent[:3] == ["Opening it."] * 3
+
+
+def test_each_model_call_is_on_the_record_with_the_provider_named(scenarios: Session) -> None:
+    name = "wifi-passes"
+    result = scenarios.result(name)
+    calls = result["timing"]["agent"]["modelCalls"]
+    assert len(calls) == 4 and all(c["finishReason"] == "tool_calls" and c["retries"] == [] for c in calls)
+    assert all(c["durationSeconds"] is not None and c["startSeconds"] is not None for c in calls)
+    last = json.loads((scenarios.run_dir(name) / "claude.jsonl").read_text(encoding="utf-8").splitlines()[-1])
+    assert last["duration_api_ms"] > 0
+    components = result["fingerprints"]["serverBuildComponents"]
+    assert components["provider"] == "openai-compatible"
+    assert re.fullmatch(r"http://127\.0\.0\.1:\d+", components["provider.endpoint"])
+
+
+def test_429s_are_retried_in_the_loop_and_reported(retried: Session) -> None:
+    name = "api-429"
+    assert _verdict(retried, name) == ("passed", "passed"), retried.terminal[-2000:]
+    reports = retried.reports(name, "api-retry")
+    assert [(r.data["status"], r.data["wait_s"]) for r in reports] == [(429, 0.2), (429, 0.2)]
+    first = retried.result(name)["timing"]["agent"]["modelCalls"][0]
+    assert [r["status"] for r in first["retries"]] == [429, 429] and first["durationSeconds"] < 2
+    assert len(retried.api.requests_for(name)) == 6
+
+
+def test_a_strict_endpoint_loses_the_parameter_it_refused(scenarios: Session) -> None:
+    name = "wifi-strict"
+    assert _verdict(scenarios, name) == ("passed", "passed")
+    (dropped,) = scenarios.reports(name, "parameter-dropped")
+    assert dropped.data["parameter"] == "skip_special_tokens"
+    assert ["skip_special_tokens" in body for body in scenarios.api.requests_for(name)] == [True] + [False] * 4
+
+
+def test_an_index_as_a_string_is_accepted_and_the_coercion_is_a_recovery(scenarios: Session) -> None:
+    name = "wifi-index-string"
+    assert _verdict(scenarios, name) == ("passed", "passed")
+    (recovery,) = scenarios.reports(name, "recovery")
+    assert recovery.data["format"] == "argument-coerced"
+    assert scenarios.result(name)["metrics"]["recoveries"] == 1
+
+
+def _episode(adb_server: PrivateAdbServer, tmp_path: Path, script: list, *, strict: frozenset[str] = frozenset(),
+             env: dict[str, str] | None = None) -> tuple[int, str, list[dict]]:
+    import subprocess
+
+    with FakeOpenAI({"episode-model": script}, strict={"episode-model": strict}) as api:
+        environ = adb_server.env(session_env(adb_server.port, tmp_path / "claims"))
+        environ.update(AGENTBENCH_OPENAI_BASE_URL=api.base_url, AGENTBENCH_OPENAI_API_KEY=API_KEY, **(env or {}))
+        stream = tmp_path / "episode.jsonl"
+        done = subprocess.run(
+            ["agentbench-episode", "--task", "Turn on Wi-Fi.", "--device", "sim", "--model", "episode-model",
+             "--stream", str(stream)],
+            env=environ, capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL, start_new_session=True,
+        )
+    assert parse_file(stream).unparseable == ()
+    assert API_KEY not in done.stdout + done.stderr + stream.read_text(encoding="utf-8")
+    return done.returncode, done.stdout + done.stderr, [json.loads(line) for line in stream.read_text(encoding="utf-8").splitlines()]
+
+
+# (id, script, extra settings, exit status, what the printed steps must say, a report kind the stream must hold)
+EPISODE_CASES = [
+    ("think-unclosed", SCRIPTS["wifi-think-unclosed"], {}, 0,
+     "retry: the reply was empty (its content was a <think> block that never closed", "retry"),
+    ("extra-calls", SCRIPTS["wifi-extra-calls"], {}, 0, "extra-call: the reply made 2 calls; only tap(index=1) was executed", "extra-call"),
+    ("unknown-text-tool", SCRIPTS["wifi-unknown-text-tool"], {}, 0, "action-error: there is no tool named 'click'", "recovery"),
+    ("prose-after-nav", SCRIPTS["wifi-prose-after-nav"], {}, 1, "outcome: no_tool_call (task_complete NOT called)", "episode-end"),
+    ("no-usage", SCRIPTS["wifi-no-usage"], {}, 0, "usage-unknown: the server sent no usage for model call 1", "usage-unknown"),
+    ("hermes", SCRIPTS["wifi-hermes"], {}, 0, "recovery: recovered a tap call from the reply's text (hermes)", "recovery"),
+    ("429", SCRIPTS["api-429"], {}, 0, "api-retry: the model call failed (HTTP 429: API Error: 429 Rate limit reached); retrying in 0.2s",
+     "api-retry"),
+    ("strict", SCRIPTS["wifi-strict"], {"strict": frozenset({"skip_special_tokens"})}, 0,
+     "parameter-dropped: the server refused the request parameter skip_special_tokens", "parameter-dropped"),
+    ("index-string", SCRIPTS["wifi-index-string"], {}, 0, 'index "1" (a string) was read as the integer 1', "recovery"),
+    ("trickled-past-the-deadline", [with_(NAVIGATE[0], trickle_s=8), *NAVIGATE, COMPLETE],
+     {"env": {"AGENTBENCH_OPENAI_TIMEOUT_S": "2"}}, 0, "retry: the model call passed its deadline", "retry"),
+]
+
+
+@pytest.mark.parametrize(("script", "settings", "status", "printed", "kind"), [case[1:] for case in EPISODE_CASES],
+                         ids=[case[0] for case in EPISODE_CASES])
+def test_episode_cli_reports_each_recovery(adb_server: PrivateAdbServer, tmp_path: Path, script: list, settings: dict,
+                                           status: int, printed: str, kind: str) -> None:
+    returncode, output, events = _episode(adb_server, tmp_path, script, **settings)
+    assert returncode == status, output
+    assert printed in output, output
+    assert kind in [event.get("kind") for event in events if event.get("subtype") == "agentbench_report"]
+    model_calls = [event for event in events if event.get("kind") == "model-call"]
+    assert model_calls and all("duration_ms" in event and "finish_reason" in event for event in model_calls)

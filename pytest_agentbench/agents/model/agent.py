@@ -5,15 +5,23 @@ reported in the stream (`system` events of subtype `agentbench_report`) so the a
 
 * a step budget (`max_turns`): an exhausted budget ends with `error_max_turns`;
 * "the screen did not change", told to the model after an action that changed nothing (`no-change`);
-* self-undo: the same action returning the screen to where it was before that action's previous
-  run is reported and ends the episode (`self-undo`); a submenu and Back are two different actions;
-* an empty reply (no content, no tool call: a `<think>` that never closed) is asked again once
-  with thinking off (`retry`);
-* tool calls recovered from the reply's text (`recovery`).
+* self-undo: the same action (keyed on the element tapped, not its index) returning the screen
+  to where it was before that action's previous run is reported and ends the episode
+  (`self-undo`); a submenu and Back are two different actions;
+* an empty reply (no content, no tool call: a `<think>` that never closed, in `reasoning` or left
+  in the content) or a call past its deadline is asked again once with thinking off (`retry`);
+  `<think>` text in the content is kept as thinking, never as text;
+* tool calls recovered from the reply's text (`recovery`), an index coerced from text
+  (`recovery`, `argument-coerced`), further calls in one reply (`extra-call`), undecodable ones
+  (`action-error`, and the model is told on that call);
+* each model call (`model-call`: start, duration, tokens, finish reason, retries), each retried
+  HTTP failure (`api-retry`), a parameter the server refused (`parameter-dropped`), a reply
+  without usage (`usage-unknown`).
 
 The loop never decides that the task is finished: `task_complete(answer)` ends it, and its answer
 is the final text. A reply without any tool call ends the episode as Claude Code's end of turn
-does, with that reply as the final text.
+does, with that reply as the final text; the `episode-end` report says which ending it was, and
+the audit fails every ending but `task_complete` (completion is required).
 """
 
 from __future__ import annotations
@@ -135,7 +143,9 @@ class AgentLoop:
         self.writer.api_ms += reply.duration_ms
         record = reply.record()
         self._calls += 1
-        self._report("model-call", f"model call {self._calls}: {reply.duration_ms} ms, finish reason "
+        tokens = (f"{record['prompt_tokens']} prompt + {record['completion_tokens']} completion tokens"
+                  if reply.usage_known else "tokens unknown")
+        self._report("model-call", f"model call {self._calls}: {reply.duration_ms} ms, {tokens}, finish reason "
                      f"{reply.finish_reason or 'none'}, {len(reply.retries)} retry(ies)", call=self._calls, **record)
         if not reply.usage_known:
             self._usage_unknown += 1
