@@ -16,87 +16,11 @@ from pathlib import Path
 
 import pytest
 from adbserver import PrivateAdbServer, free_port, start_private_adb_server
-from fake_openai import (
-    FakeOpenAI,
-    Turn,
-    call,
-    content,
-    delayed,
-    empty_until_thinking_off,
-    http_error,
-    index_of,
-    rate_limited,
-    thinking_disabled,
-    with_,
-)
+from fake_openai import FakeOpenAI, thinking_disabled
 from fakeagents import Case, junit_cases, make_project, run_session, session_env
+from model_scripts import API_KEY, DONE, IN_SESSION, SCRIPTS, STRICT, TIMEOUT_S, UNREACHABLE
 
 from pytest_agentbench.audit.transcript import Transcript, parse_file
-
-API_KEY = "sk-agentbench-SENTINELKEY4242"
-TIMEOUT_S = 6
-DONE = "Wi-Fi is on and the Internet screen shows AndroidWifi.\nWIFI: on"
-NETWORK, INTERNET, WIFI = index_of("Network & internet"), index_of("Internet"), index_of("Wi-Fi")
-
-SCRIPTS = {
-    # Seed 004: bf16 and W4A16 "done in 4 steps".
-    "wifi-passes": [call("tap", index=NETWORK), call("tap", index=INTERNET), call("tap", index=WIFI),
-                    call("task_complete", answer=DONE)],
-    # W4A8: turns Wi-Fi on, then taps it off again. The last turn must never be asked for.
-    "wifi-self-undo": [call("tap", index=NETWORK), call("tap", index=INTERNET), call("tap", index=WIFI),
-                       call("tap", index=WIFI), call("task_complete", answer=DONE)],
-    # Says it is done, never calls a tool.
-    "wifi-no-tool": [content("I have turned on Wi-Fi for you.\nWIFI: on")],
-    # The reply stays empty (a <think> that never closed) until thinking is switched off.
-    "wifi-empty-retry": [empty_until_thinking_off(call("tap", index=NETWORK)), call("tap", index=INTERNET),
-                         call("tap", index=WIFI), call("task_complete", answer=DONE)],
-    # The exact unterminated call of the seed, on the Wi-Fi toggle screen, with empty tool_calls.
-    "wifi-unterminated": [call("tap", index=NETWORK), call("tap", index=INTERNET),
-                          content('[tap]\n{"tool": "tap", "parameters": {"index": {index_of:Wi-Fi}}'),
-                          call("task_complete", answer=DONE)],
-    # Wanders between two screens until the step budget (10) runs out.
-    "wifi-budget": [call("tap", index=NETWORK), call("back")] * 5 + [call("task_complete", answer=DONE)],
-    # A tap on a plain title changes nothing; a submenu and Back revisit a screen without being a self-undo.
-    "wifi-submenu-back": [call("tap", index=index_of("Settings")), call("tap", index=NETWORK), call("back"),
-                          call("tap", index=NETWORK), call("tap", index=INTERNET), call("back"),
-                          call("task_complete", answer="I did not change it.\nWIFI: off")],
-    "api-401": [http_error(401, "Invalid API key")],
-    # The SDK retries a 500 once (AGENTBENCH_OPENAI_MAX_RETRIES=1); no second loop of ours.
-    "api-500": [http_error(500, "scripted internal error")] * 2,
-    "api-timeout": [delayed(TIMEOUT_S + 4, content("too late"))] * 2,
-}
-UNREACHABLE = "api-unreachable"
-NAVIGATE = [call("tap", index=NETWORK), call("tap", index=INTERNET), call("tap", index=WIFI)]
-COMPLETE = call("task_complete", answer=DONE)
-HERMES_TAP = 'Opening it.\n<tool_call>\n{{"name": "tap", "arguments": {{"index": {{index_of:{0}}}}}}}\n</tool_call>'
-# Issue 20: what vLLM and llama.cpp send when their parsers are off or the server is strict.
-SCRIPTS.update({
-    # 1. An unclosed <think> left in content (no reasoning parser), cut off by max_tokens.
-    "wifi-think-unclosed": [with_(content("<think>The Network row is index 1. Then Internet, then the"), finish_reason="length"),
-                            *NAVIGATE, COMPLETE],
-    # 2. Two calls and an undecodable third in one reply.
-    "wifi-extra-calls": [Turn(tool_calls=(("tap", {"index": NETWORK}), ("back", {}), ("home", '{"oops": '))),
-                         *NAVIGATE[1:], COMPLETE],
-    # 3. A GLM text call to a tool the model was never given.
-    "wifi-unknown-text-tool": [content("<tool_call>click\n<arg_key>index</arg_key>\n<arg_value>1</arg_value>\n</tool_call>"),
-                               *NAVIGATE, COMPLETE],
-    # 4. Seed 004's W4A16 alarm row: full navigation, then prose instead of task_complete.
-    "wifi-prose-after-nav": [*NAVIGATE, content(DONE)],
-    # 7. A server that sends no usage block on one reply.
-    "wifi-no-usage": [with_(NAVIGATE[0], usage=None), *NAVIGATE[1:], COMPLETE],
-    # 8. Hermes/Qwen3 calls in content (vLLM without --tool-call-parser hermes).
-    "wifi-hermes": [content(HERMES_TAP.format("Network & internet")), content(HERMES_TAP.format("Internet")),
-                    content(HERMES_TAP.format("Wi-Fi")), COMPLETE],
-    # 9. Two 429s with Retry-After 0.2 s, retried by the loop (AGENTBENCH_OPENAI_MAX_RETRIES=2 here).
-    "api-429": [rate_limited(0.2)] + [rate_limited(0.2)] + [*NAVIGATE, COMPLETE],
-    # 10. A strict endpoint refusing skip_special_tokens.
-    "wifi-strict": [*NAVIGATE, COMPLETE],
-    # 11. An index sent as the string "2".
-    "wifi-index-string": [call("tap", index=index_of("Network & internet", as_text=True)), *NAVIGATE[1:], COMPLETE],
-})
-STRICT = {"wifi-strict": frozenset({"skip_special_tokens"})}
-#: The scenarios of the main session (the 429 one runs in a session of its own, with 2 retries).
-IN_SESSION = [name for name in SCRIPTS if name != "api-429"]
 
 CONFTEST = '''
 import pytest
@@ -332,44 +256,6 @@ def test_the_api_key_is_in_no_artifact_but_was_sent(scenarios: Session, unreacha
     assert command["argv"][0] == "agentbench-agent"
 
 
-# ----------------------------------------------------------------------------- agentbench-episode
-
-
-@pytest.mark.parametrize(
-    ("script", "status", "ending"),
-    [
-        ([call("tap", index=index_of("Settings")), call("tap", index=NETWORK), call("tap", index=INTERNET),
-          call("tap", index=WIFI), call("task_complete", answer=DONE)], 0, "task_complete"),
-        ([content("Wi-Fi is on now.")], 1, "no_tool_call"),
-    ],
-    ids=["task-complete-exit-0", "no-task-complete-exit-1"],
-)
-def test_episode_cli_prints_the_steps_and_exits_by_task_complete(
-    adb_server: PrivateAdbServer, tmp_path: Path, script: list, status: int, ending: str,
-) -> None:
-    import subprocess
-
-    with FakeOpenAI({"episode-model": script}) as api:
-        env = adb_server.env(session_env(adb_server.port, tmp_path / "claims"))
-        env.update(AGENTBENCH_OPENAI_BASE_URL=api.base_url, AGENTBENCH_OPENAI_API_KEY=API_KEY)
-        stream = tmp_path / "episode.jsonl"
-        done = subprocess.run(
-            ["agentbench-episode", "--task", "Turn on Wi-Fi.", "--device", "sim", "--model", "episode-model",
-             "--stream", str(stream)],
-            env=env, capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL, start_new_session=True,
-        )
-    assert done.returncode == status, done.stdout + done.stderr
-    assert f"outcome: {ending}" in done.stdout
-    if status == 0:
-        steps = re.findall(r"^step (\d+): (\d+) chars observed; (tap\(index=\d+\)) -> tapped ", done.stdout, re.MULTILINE)
-        assert [int(number) for number, _, _ in steps] == [1, 2, 3, 4], done.stdout
-        assert "task_complete called" in done.stdout and "step 5: task_complete -> " in done.stdout
-    else:
-        assert "task_complete NOT called" in done.stdout
-    assert parse_file(stream).unparseable == ()
-    assert API_KEY not in done.stdout + done.stderr + stream.read_text(encoding="utf-8")
-
-
 # ----------------------------------------------------------------------------- issue 20, through the plugin
 
 
@@ -481,52 +367,3 @@ def test_an_index_as_a_string_is_accepted_and_the_coercion_is_a_recovery(scenari
     (recovery,) = scenarios.reports(name, "recovery")
     assert recovery.data["format"] == "argument-coerced"
     assert scenarios.result(name)["metrics"]["recoveries"] == 1
-
-
-def _episode(adb_server: PrivateAdbServer, tmp_path: Path, script: list, *, strict: frozenset[str] = frozenset(),
-             env: dict[str, str] | None = None) -> tuple[int, str, list[dict]]:
-    import subprocess
-
-    with FakeOpenAI({"episode-model": script}, strict={"episode-model": strict}) as api:
-        environ = adb_server.env(session_env(adb_server.port, tmp_path / "claims"))
-        environ.update(AGENTBENCH_OPENAI_BASE_URL=api.base_url, AGENTBENCH_OPENAI_API_KEY=API_KEY, **(env or {}))
-        stream = tmp_path / "episode.jsonl"
-        done = subprocess.run(
-            ["agentbench-episode", "--task", "Turn on Wi-Fi.", "--device", "sim", "--model", "episode-model",
-             "--stream", str(stream)],
-            env=environ, capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL, start_new_session=True,
-        )
-    assert parse_file(stream).unparseable == ()
-    assert API_KEY not in done.stdout + done.stderr + stream.read_text(encoding="utf-8")
-    return done.returncode, done.stdout + done.stderr, [json.loads(line) for line in stream.read_text(encoding="utf-8").splitlines()]
-
-
-# (id, script, extra settings, exit status, what the printed steps must say, a report kind the stream must hold)
-EPISODE_CASES = [
-    ("think-unclosed", SCRIPTS["wifi-think-unclosed"], {}, 0,
-     "retry: the reply was empty (its content was a <think> block that never closed", "retry"),
-    ("extra-calls", SCRIPTS["wifi-extra-calls"], {}, 0, "extra-call: the reply made 2 calls; only tap(index=1) was executed", "extra-call"),
-    ("unknown-text-tool", SCRIPTS["wifi-unknown-text-tool"], {}, 0, "action-error: there is no tool named 'click'", "recovery"),
-    ("prose-after-nav", SCRIPTS["wifi-prose-after-nav"], {}, 1, "outcome: no_tool_call (task_complete NOT called)", "episode-end"),
-    ("no-usage", SCRIPTS["wifi-no-usage"], {}, 0, "usage-unknown: the server sent no usage for model call 1", "usage-unknown"),
-    ("hermes", SCRIPTS["wifi-hermes"], {}, 0, "recovery: recovered a tap call from the reply's text (hermes)", "recovery"),
-    ("429", SCRIPTS["api-429"], {}, 0, "api-retry: the model call failed (HTTP 429: API Error: 429 Rate limit reached); retrying in 0.2s",
-     "api-retry"),
-    ("strict", SCRIPTS["wifi-strict"], {"strict": frozenset({"skip_special_tokens"})}, 0,
-     "parameter-dropped: the server refused the request parameter skip_special_tokens", "parameter-dropped"),
-    ("index-string", SCRIPTS["wifi-index-string"], {}, 0, 'index "1" (a string) was read as the integer 1', "recovery"),
-    ("trickled-past-the-deadline", [with_(NAVIGATE[0], trickle_s=8), *NAVIGATE, COMPLETE],
-     {"env": {"AGENTBENCH_OPENAI_TIMEOUT_S": "2"}}, 0, "retry: the model call passed its deadline", "retry"),
-]
-
-
-@pytest.mark.parametrize(("script", "settings", "status", "printed", "kind"), [case[1:] for case in EPISODE_CASES],
-                         ids=[case[0] for case in EPISODE_CASES])
-def test_episode_cli_reports_each_recovery(adb_server: PrivateAdbServer, tmp_path: Path, script: list, settings: dict,
-                                           status: int, printed: str, kind: str) -> None:
-    returncode, output, events = _episode(adb_server, tmp_path, script, **settings)
-    assert returncode == status, output
-    assert printed in output, output
-    assert kind in [event.get("kind") for event in events if event.get("subtype") == "agentbench_report"]
-    model_calls = [event for event in events if event.get("kind") == "model-call"]
-    assert model_calls and all("duration_ms" in event and "finish_reason" in event for event in model_calls)
