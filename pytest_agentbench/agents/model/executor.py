@@ -101,19 +101,23 @@ def action_key(call: ParsedCall, before: UiTree | None = None) -> str:
     """What makes two calls the same action (self-undo detection): the tool, its arguments, and what was tapped.
 
     An index names a different element on each screen, so it is replaced by the element it named
-    on `before`: its resource id, class, text, description and bounds (not its checked state,
-    which the tap itself changes). "Navigate up" at index 1 is then not the row at index 1 that
+    on `before`: its resource id, class, text, label (first text), description and bounds (not
+    its checked state or its summary, which the tap itself changes). "Navigate up" at index 1 is then not the row at index 1 that
     opened the submenu.
     """
     arguments: dict[str, Any] = dict(call.arguments)
     if before is not None and "index" in arguments:
         try:
-            node = before.element(_index(arguments["index"])).node
+            element = before.element(_index(arguments["index"]))
         except (CallRejected, TreeError):
             pass
         else:
+            node = element.node
+            # A row's own text is often empty: its label is its first text (a summary below it,
+            # "Wi-Fi off", changes with the very state a self-undo flips, so it is left out).
+            label = element.texts[0] if element.texts else element.context
             arguments["index"] = {"resource_id": node.resource_id, "class": node.class_name, "text": node.text,
-                                  "content_desc": node.content_desc, "bounds": list(node.bounds)}
+                                  "label": label, "content_desc": node.content_desc, "bounds": list(node.bounds)}
     return call.name + json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str)
 
 
