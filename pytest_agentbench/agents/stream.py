@@ -93,9 +93,8 @@ class StreamWriter:
     #: Token counts (result.usage counters) and the cost so far; None = no price is known.
     usage: dict[str, int] = field(default_factory=dict)
     cost_usd: float | None = 0
-    #: Milliseconds spent in model calls (`duration_api_ms`); whether some call's usage was unknown.
+    #: Milliseconds spent in model calls (`duration_api_ms`).
     api_ms: int = 0
-    usage_unknown: bool = False
     _message_id: str | None = None
     _id_tag: str = "replay"
 

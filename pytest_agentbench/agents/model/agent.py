@@ -124,7 +124,6 @@ class AgentLoop:
     _turn_reports: list[str] = field(default_factory=list)
     _recoveries: int = 0
     _calls: int = 0
-    _usage_unknown: int = 0
     # The last action that changed the screen: (action key, screen before, screen after).
     _last_change: tuple[str, tuple, tuple] | None = None
 
@@ -148,8 +147,6 @@ class AgentLoop:
         self._report("model-call", f"model call {self._calls}: {reply.duration_ms} ms, {tokens}, finish reason "
                      f"{reply.finish_reason or 'none'}, {len(reply.retries)} retry(ies)", call=self._calls, **record)
         if not reply.usage_known:
-            self._usage_unknown += 1
-            self.writer.usage_unknown = True
             self._report("usage-unknown", f"the server sent no usage for model call {self._calls}: its token counts "
                          "are unknown (not 0), and the run's token totals are incomplete", call=self._calls)
 
