@@ -474,3 +474,17 @@ def test_a_strict_endpoint_gets_no_server_specific_parameter_after_its_400_and_i
     assert ["skip_special_tokens" in body for body in episode.requests] == [True, False, False]
     (dropped,) = _reports(episode, "parameter-dropped")
     assert dropped.data["parameter"] == "skip_special_tokens" and "400" in dropped.message
+
+
+@pytest.mark.parametrize(
+    ("headers", "wait"),
+    [({"retry-after": "2"}, 2.0), ({"retry-after-ms": "250"}, 0.25), ({"retry-after": "Wed, 21 Oct 2026 07:28:00 GMT"}, None),
+     ({}, None), ({"retry-after": "-3"}, 0.0)],
+    ids=["seconds", "milliseconds", "http-date", "none", "negative"],
+)
+def test_retry_after(headers: dict, wait: float | None) -> None:
+    import httpx2  # the openai client's HTTP library (openai >= 3)
+
+    from pytest_agentbench.agents.model.endpoint import _retry_after
+
+    assert _retry_after(httpx2.Response(429, headers=headers)) == wait
