@@ -118,6 +118,7 @@ result("")
     # A complete, successful-looking stream, then a non-zero exit status.
     "exit-nonzero": """
 answer(PARAMS["final"])
+sys.stderr.write("some progress\\ngiving up: the model endpoint refused the key\\n\\n")
 sys.exit(PARAMS.get("code", 3))
 """,
     # Lines that are not stream-json among valid ones.

@@ -12,6 +12,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -38,24 +39,15 @@ if TYPE_CHECKING:
     from pytest_agentbench.suite import Suite
 
 
-def device_aware_tools(cache: dict, invocation: Invocation) -> tuple[frozenset[str], str | None]:
-    """The server's device-aware tools, from its own `tools/list`, fetched once per session.
-
-    The probe starts the server with exactly the environment the agent's server gets (the
-    agent's scrubbed environment under the MCP config's `env`), so an inherited variable that
-    changes the toolset (AUTOMOBILE_DISABLED_TOOLS) cannot make the two disagree.
-
-    A server that cannot list its tools (its command is missing, it crashes at start) yields no
-    device-aware tools and the reason, and the run goes on: the agent's init event then reports
-    the server `failed`, which makes the run incomplete ("MCP server did not connect"), as the
-    seed says. The failure is not cached, so a later run in the session probes again.
-    """
-    classes, error = server_tools(cache, invocation)
-    return classes.device_aware, error
-
-
 def server_tools(cache: dict, invocation: Invocation) -> tuple[ToolClasses, str | None]:
-    """The server's device-aware and shell tools, from one `tools/list` per session (see `device_aware_tools`)."""
+    """The server's device-aware and shell tools, from its own `tools/list`, fetched once per session.
+
+    The probe starts the server with exactly the environment the run's server gets, so an
+    inherited variable that changes the toolset (AUTOMOBILE_DISABLED_TOOLS) cannot make the two
+    disagree. A server that cannot list its tools (its command is missing, it crashes at start)
+    yields no tools and the reason, and the run goes on (its audit then says why); the failure is
+    not cached, so a later run in the session probes again.
+    """
     ((name, _),) = invocation.server_config["mcpServers"].items()
     key = ("tools", name)
     if key not in cache:
@@ -85,8 +77,13 @@ def finish_device_work(device: ClaimedDevice, suite: Suite, artifacts: RunArtifa
     after_reads = checks.after_reads()
     state = read_post_run_state(device, suite, artifacts, after_reads)
     skip = state.device_unavailable if state.device_after is None and after_reads else None
+    unfinished: list = []
     cleanup = run_cleanup(device.adb, device.serial, checks, before=baseline or before, after=state.device_after,
-                          run_dir=artifacts.run_dir, skip_because=skip)
+                          run_dir=artifacts.run_dir, skip_because=skip, unfinished=unfinished)
+    # A leftover from one run never decides the next: its preflight retries these before its baseline read.
+    leave = getattr(device, "leave_unfinished_cleanup", None)
+    if leave is not None:
+        leave(tuple(unfinished))
     return state, cleanup
 
 
@@ -177,7 +174,7 @@ def measure_run(
                 timeout_s=suite.claude.timeout_seconds, timing_path=artifacts.timing,
                 idle_timeout_s=suite.claude.idle_timeout_seconds, on_progress=progress,
             )
-            process = agent.outcome
+            process = replace(agent.outcome, last_stderr_line=last_line(artifacts.stderr))
         except AgentProcessError as never_started:
             # A harness or setup problem (a wrong --claude), not an agent that failed: the run is
             # incomplete, so repeat statistics never count it against the agent.
@@ -252,6 +249,18 @@ def start_relay_hub(invocation: Invocation, artifacts: RunArtifacts) -> RelayHub
     assert invocation.relay_socket_dir is not None
     return RelayHub(socket_dir=invocation.relay_socket_dir, log_path=artifacts.relay_log, servers=servers,
                     stderr_dir=artifacts.run_dir).start()
+
+
+def last_line(path: Path, tail: int = 4096) -> str | None:
+    """The last non-empty line of a file, read from its final `tail` bytes (None when it has none)."""
+    try:
+        with path.open("rb") as stream:
+            stream.seek(max(0, stream.seek(0, 2) - tail))
+            text = stream.read().decode("utf-8", errors="replace")
+    except OSError:
+        return None
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else None
 
 
 def stream_cli_version(transcript: Path, limit: int = 65536) -> str | None:
