@@ -488,3 +488,11 @@ def test_retry_after(headers: dict, wait: float | None) -> None:
     from pytest_agentbench.agents.model.endpoint import _retry_after
 
     assert _retry_after(httpx2.Response(429, headers=headers)) == wait
+
+
+def test_a_failed_model_call_is_on_the_record_with_its_retries() -> None:
+    episode = run_episode([http_error(500, "boom"), http_error(500, "boom")], env={"AGENTBENCH_OPENAI_MAX_RETRIES": "1"})
+    assert episode.result.ending == "api_error" and len(episode.requests) == 2
+    (record,) = _reports(episode, "model-call")
+    assert record.data["status"] == 500 and record.data["error"] == "API Error: 500 boom"
+    assert [retry["status"] for retry in record.data["retries"]] == [500]

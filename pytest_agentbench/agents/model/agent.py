@@ -27,8 +27,10 @@ the audit fails every ending but `task_complete` (completion is required).
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
 from typing import Any, Literal
 
 from pytest_agentbench.agents.model.endpoint import ApiFailure, ChatClient, Pricing, Reply
@@ -104,6 +106,10 @@ class _Done(Exception):
     status: int | None = None
 
 
+def _utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
 def render_call(call: ParsedCall) -> str:
     """`tap(index=1)`: a call as one short line."""
     arguments = ", ".join(f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in call.arguments.items())
@@ -162,7 +168,19 @@ class AgentLoop:
     async def _complete(self, *, thinking: bool) -> Reply:
         if self.chat.on_retry is None:
             self.chat.on_retry, self.chat.on_drop = self._on_retry, self._on_drop
-        reply = await self.chat.complete(model=self.settings.model, messages=self._messages, tools=MODEL_TOOLS, thinking=thinking)
+        started_at, clock = _utc_now(), time.monotonic()
+        try:
+            reply = await self.chat.complete(model=self.settings.model, messages=self._messages, tools=MODEL_TOOLS, thinking=thinking)
+        except ApiFailure as failure:
+            # A failed call is on the record too: how long it took, its retries, why it failed.
+            self._calls += 1
+            duration_ms = int((time.monotonic() - clock) * 1000)
+            self.writer.api_ms += duration_ms
+            self._report("model-call", f"model call {self._calls} failed after {duration_ms} ms: {failure.message}",
+                         call=self._calls, started_at=started_at, duration_ms=duration_ms, prompt_tokens=None,
+                         completion_tokens=None, finish_reason=None, retries=[dict(r) for r in failure.retries],
+                         error=failure.message, status=failure.status)
+            raise
         thinking_text, visible, unclosed = split_thinking(reply.content)
         if thinking_text or visible != reply.content:
             reasoning = "\n\n".join(part for part in (reply.reasoning, thinking_text) if part)
