@@ -33,7 +33,7 @@ _session_cache_key = pytest.StashKey[dict]()
 #: The numeric metrics each report carries as JUnit properties.
 PROPERTY_METRICS = ("toolCalls", "deviceAwareCalls", "turns", "inputTokens", "outputTokens", "costUsd", "wallClockSeconds", "stumbles")
 #: Check kinds that are not device checks (those reach JUnit one property each).
-_RUN_CHECK_KINDS = ("answer", "screen", "device-use", "no-shell")
+_RUN_CHECK_KINDS = ("answer", "screen", "device-use", "no-shell", "completion")
 
 
 def session_cache(config: pytest.Config) -> dict:

@@ -14,7 +14,7 @@ from pathlib import Path
 from pytest_agentbench.audit.scoring import scoring_code_digest
 from pytest_agentbench.audit.timing import time_split
 from pytest_agentbench.audit.transcript import Transcript, parse_file
-from pytest_agentbench.audit.verdict import audit_run, watched_patterns
+from pytest_agentbench.audit.verdict import audit_run, episode_ending, watched_patterns
 from pytest_agentbench.baseline.compare import compare
 from pytest_agentbench.baseline.snippet import build_baseline_block, render_snippet, snippet_blockers
 from pytest_agentbench.records.audit import Audit
@@ -66,7 +66,7 @@ def conclude(run: Run, context: ConcludeContext, saved: RunResult | None = None,
     audit = audit_run(run, transcript, relay)
     split = time_split(
         transcript.timeline, read_arrivals(run.timing_path), wall_clock_seconds=run.process.wall_clock_seconds,
-        tool_names={call.id: call.name for call in transcript.tool_calls},
+        tool_names={call.id: call.name for call in transcript.tool_calls}, reports=transcript.reports,
     )
     timing = {
         "agent": split.as_dict() if split is not None else None,
@@ -86,6 +86,7 @@ def conclude(run: Run, context: ConcludeContext, saved: RunResult | None = None,
         instance=suite.instance.to_json() if suite.instance is not None else None,
         started_at=run.started_at, finished_at=run.finished_at, device_serial=run.device_serial,
         agent_command=tuple(run.agent_command), requested_model=run.requested_model,
+        episode_ending=ending[0] if (ending := episode_ending(transcript)) is not None else None,
         verdict=audit.verdict, checks=audit.checks, stumbles=audit.stumbles, metrics=audit.metrics_json(),
         tool_sequence=audit.tool_sequence,
         baseline=dict(suite.baseline) if suite.baseline else None, baseline_tool_sequence=tuple(suite.baseline_tool_sequence),

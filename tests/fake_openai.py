@@ -36,11 +36,12 @@ class IndexOf:
 
     text: str
     nth: int = 0
+    as_text: bool = False
 
 
-def index_of(text: str, nth: int = 0) -> IndexOf:
-    """The index of the (nth) element whose line shows `"text"` in the latest screen sent."""
-    return IndexOf(text, nth)
+def index_of(text: str, nth: int = 0, *, as_text: bool = False) -> IndexOf:
+    """The index of the (nth) element whose line shows `"text"` in the latest screen sent (`as_text`: as the string "2")."""
+    return IndexOf(text, nth, as_text)
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,9 @@ class Turn:
         delay_s: Seconds to wait before answering (a timeout test sleeps past the client's timeout).
         usage: The usage block.
         until_thinking_off: Answer `empty` (and do not advance) while the request leaves thinking on.
+        finish_reason: The choice's finish reason (default `tool_calls` with calls, else `stop`).
+        trickle_s: Send the body in small pieces over this many seconds (each read is quick, the whole is slow).
+        headers: Extra response headers (`Retry-After`).
     """
 
     content: str | None = None
@@ -63,8 +67,11 @@ class Turn:
     status: int | None = None
     error: str = ""
     delay_s: float = 0.0
-    usage: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_USAGE))
+    usage: Mapping[str, int] | None = field(default_factory=lambda: dict(DEFAULT_USAGE))
     until_thinking_off: bool = False
+    finish_reason: str | None = None
+    trickle_s: float = 0.0
+    headers: Mapping[str, str] = field(default_factory=dict)
 
 
 def call(name: str, arguments: Any = None, /, **kwargs: Any) -> Turn:
@@ -98,6 +105,18 @@ def delayed(seconds: float, then: Turn) -> Turn:
                 error=then.error, delay_s=seconds)
 
 
+def with_(turn: Turn, **changes: Any) -> Turn:
+    """A turn with some fields changed (`with_(call("back"), usage=None)`: no usage block)."""
+    from dataclasses import replace
+
+    return replace(turn, **changes)
+
+
+def rate_limited(retry_after_s: float, message: str = "Rate limit reached") -> Turn:
+    """A 429 with a Retry-After header (seconds)."""
+    return Turn(status=429, error=message, headers={"Retry-After": f"{retry_after_s:g}"})
+
+
 def thinking_disabled(body: Mapping[str, Any]) -> bool:
     """Whether a request turns the chat template's thinking off."""
     kwargs = body.get("chat_template_kwargs") or {}
@@ -123,7 +142,8 @@ def resolve_index(screen: str, wanted: IndexOf) -> int:
 
 def _resolve(value: Any, screen: str) -> Any:
     if isinstance(value, IndexOf):
-        return resolve_index(screen, value)
+        index = resolve_index(screen, value)
+        return str(index) if value.as_text else index
     if isinstance(value, dict):
         return {key: _resolve(item, screen) for key, item in value.items()}
     return value
@@ -132,13 +152,16 @@ def _resolve(value: Any, screen: str) -> Any:
 class FakeOpenAI:
     """The server: start() it (or use it as a context manager), read `requests`, stop() it."""
 
-    def __init__(self, scripts: Mapping[str, list[Turn]], *, served_model: Callable[[str], str] | None = None) -> None:
+    def __init__(self, scripts: Mapping[str, list[Turn]], *, served_model: Callable[[str], str] | None = None,
+                 strict: Mapping[str, frozenset[str]] | None = None) -> None:
         self.scripts = {model: list(turns) for model, turns in scripts.items()}
         self._positions = {model: 0 for model in scripts}
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self._lock = threading.Lock()
         self._served_model = served_model or (lambda model: model)
+        # model -> request keys a strict OpenAI-compatible endpoint refuses with a 400 naming them.
+        self.strict = {model: frozenset(keys) for model, keys in (strict or {}).items()}
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -181,6 +204,9 @@ class FakeOpenAI:
             script = self.scripts.get(model)
             if script is None:
                 return http_error(404, f"The model `{model}` does not exist.")
+            refused = sorted(key for key in self.strict.get(model, ()) if key in body)
+            if refused:
+                return http_error(400, f"Unrecognized request argument supplied: {refused[0]}")
             position = self._positions[model]
             if position >= len(script):
                 return http_error(500, f"the script for {model} has no turn {position + 1}")
@@ -207,16 +233,19 @@ class FakeOpenAI:
             message["reasoning"] = turn.reasoning
         if tool_calls:
             message["tool_calls"] = tool_calls
-        usage = dict(turn.usage)
-        usage["total_tokens"] = usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
-        return {
+        finish = turn.finish_reason or ("tool_calls" if tool_calls else "stop")
+        answer: dict[str, Any] = {
             "id": f"chatcmpl-{uuid.uuid4().hex[:16]}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": self._served_model(str(body.get("model"))),
-            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if tool_calls else "stop"}],
-            "usage": usage,
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
         }
+        if turn.usage is not None:
+            usage = dict(turn.usage)
+            usage["total_tokens"] = usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
+            answer["usage"] = usage
+        return answer
 
 
 def _make_handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
@@ -226,14 +255,25 @@ def _make_handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib signature
             pass
 
-        def _send(self, status: int, body: dict[str, Any]) -> None:
+        def _send(self, status: int, body: dict[str, Any], turn: Turn | None = None) -> None:
             data = json.dumps(body).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
+            for key, value in (turn.headers if turn is not None else {}).items():
+                self.send_header(key, value)
             self.end_headers()
             try:
-                self.wfile.write(data)
+                if turn is not None and turn.trickle_s:
+                    # A body trickled in pieces: no single read waits long, the whole takes trickle_s.
+                    pieces = 20
+                    size = max(1, len(data) // pieces + 1)
+                    for start in range(0, len(data), size):
+                        self.wfile.write(data[start : start + size])
+                        self.wfile.flush()
+                        time.sleep(turn.trickle_s / pieces)
+                else:
+                    self.wfile.write(data)
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (a timeout test)
 
@@ -247,13 +287,13 @@ def _make_handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             if turn.delay_s:
                 time.sleep(turn.delay_s)
             if turn.status is not None:
-                self._send(turn.status, {"error": {"message": turn.error, "type": "scripted", "code": turn.status}})
+                self._send(turn.status, {"error": {"message": turn.error, "type": "scripted", "code": turn.status}}, turn)
                 return
             try:
                 answer = fake.completion(body, turn)
             except ValueError as exc:
                 self._send(500, {"error": {"message": str(exc)}})
                 return
-            self._send(200, answer)
+            self._send(200, answer, turn)
 
     return Handler

@@ -628,9 +628,14 @@ def test_verdicts_of_real_claude_code_transcripts(
         ((AgentReport("retry", "the reply was empty", 1, {}),), [("recovery", "retry")], 1),
         ((AgentReport("action-error", "index 9 is not on the current screen", 2, {"tool": "tap"}),), [("tool-error", "tap")], 0),
         ((AgentReport("no-change", "tap changed nothing", 1, {"tool": "tap"}), AgentReport("self-undo", "undo", 4, {}),
-          AgentReport("action", "tap(index=1)", 1, {"tool": "tap"}), AgentReport("episode-end", "done", 4, {})), [], 0),
+          AgentReport("action", "tap(index=1)", 1, {"tool": "tap"}),
+          AgentReport("episode-end", "done", 4, {"ending": "task_complete"})), [], 0),
+        ((AgentReport("extra-call", "the reply made 2 calls", 1, {"tool": "back"}),), [("tool-error", "back")], 0),
+        # The server's doing, not the model's: reported, never a stumble.
+        ((AgentReport("api-retry", "HTTP 429", 1, {"status": 429}), AgentReport("parameter-dropped", "skip", 1, {}),
+          AgentReport("model-call", "call 1", 1, {})), [], 0),
     ],
-    ids=["none", "recovery", "retry", "refused-call", "observations-only"],
+    ids=["none", "recovery", "retry", "refused-call", "observations-only", "extra-call", "server-side"],
 )
 def test_agent_reports_become_stumbles_and_the_recoveries_metric(reports, stumbles, recoveries) -> None:
     audit = run_audit(stream=transcript(reports=reports))
@@ -713,3 +718,31 @@ def test_a_run_without_usable_relay_evidence_is_incomplete(relay: RelayLog | Non
 def test_a_run_saved_before_the_relay_is_audited_from_its_transcript() -> None:
     audit = run_audit()
     assert audit.verdict.status == "passed" and "transcript" not in {check.kind for check in audit.checks}
+
+
+# Completion is required of an agent that reports its episode's end (issue 20): only task_complete passes.
+@pytest.mark.parametrize(
+    ("ending", "status", "reason"),
+    [
+        (None, "passed", None),
+        ("task_complete", "passed", None),
+        ("no_tool_call", "failed", "the model never called task_complete (the episode ended no_tool_call: said)"),
+        ("empty_reply", "failed", "the model never called task_complete (the episode ended empty_reply: said)"),
+        ("self_undo", "failed", "the model never called task_complete (the episode ended self_undo: said)"),
+    ],
+    ids=["claude-reports-none", "task-complete", "no-tool-call", "empty-reply", "self-undo"],
+)
+def test_completion_is_required_of_an_agent_that_reports_its_ending(ending: str | None, status: str, reason: str | None) -> None:
+    reports = () if ending is None else (AgentReport("episode-end", "said", 3, {"ending": ending}),)
+    audit = run_audit(stream=transcript(reports=reports))
+    assert audit.verdict.status == status and (reason is None or audit.verdict.reasons == (reason,)), audit.verdict.reasons
+    kinds = [check.kind for check in audit.checks]
+    assert ("completion" in kinds) == (ending is not None)
+
+
+def test_unknown_token_counts_are_none_in_the_metrics_not_zero() -> None:
+    known = run_audit(stream=transcript(reports=()))
+    assert known.metrics["inputTokens"] is not None
+    unknown = run_audit(stream=transcript(reports=(AgentReport("usage-unknown", "no usage", 1, {}),)))
+    keys = ("inputTokens", "outputTokens", "cacheCreationInputTokens", "cacheReadInputTokens")
+    assert [unknown.metrics[key] for key in keys] == [None] * 4

@@ -16,53 +16,11 @@ from pathlib import Path
 
 import pytest
 from adbserver import PrivateAdbServer, free_port, start_private_adb_server
-from fake_openai import (
-    FakeOpenAI,
-    call,
-    content,
-    delayed,
-    empty_until_thinking_off,
-    http_error,
-    index_of,
-    thinking_disabled,
-)
+from fake_openai import FakeOpenAI, thinking_disabled
 from fakeagents import Case, junit_cases, make_project, run_session, session_env
+from model_scripts import API_KEY, DONE, IN_SESSION, SCRIPTS, STRICT, TIMEOUT_S, UNREACHABLE
 
 from pytest_agentbench.audit.transcript import Transcript, parse_file
-
-API_KEY = "sk-agentbench-SENTINELKEY4242"
-TIMEOUT_S = 6
-DONE = "Wi-Fi is on and the Internet screen shows AndroidWifi.\nWIFI: on"
-NETWORK, INTERNET, WIFI = index_of("Network & internet"), index_of("Internet"), index_of("Wi-Fi")
-
-SCRIPTS = {
-    # Seed 004: bf16 and W4A16 "done in 4 steps".
-    "wifi-passes": [call("tap", index=NETWORK), call("tap", index=INTERNET), call("tap", index=WIFI),
-                    call("task_complete", answer=DONE)],
-    # W4A8: turns Wi-Fi on, then taps it off again. The last turn must never be asked for.
-    "wifi-self-undo": [call("tap", index=NETWORK), call("tap", index=INTERNET), call("tap", index=WIFI),
-                       call("tap", index=WIFI), call("task_complete", answer=DONE)],
-    # Says it is done, never calls a tool.
-    "wifi-no-tool": [content("I have turned on Wi-Fi for you.\nWIFI: on")],
-    # The reply stays empty (a <think> that never closed) until thinking is switched off.
-    "wifi-empty-retry": [empty_until_thinking_off(call("tap", index=NETWORK)), call("tap", index=INTERNET),
-                         call("tap", index=WIFI), call("task_complete", answer=DONE)],
-    # The exact unterminated call of the seed, on the Wi-Fi toggle screen, with empty tool_calls.
-    "wifi-unterminated": [call("tap", index=NETWORK), call("tap", index=INTERNET),
-                          content('[tap]\n{"tool": "tap", "parameters": {"index": {index_of:Wi-Fi}}'),
-                          call("task_complete", answer=DONE)],
-    # Wanders between two screens until the step budget (10) runs out.
-    "wifi-budget": [call("tap", index=NETWORK), call("back")] * 5 + [call("task_complete", answer=DONE)],
-    # A tap on a plain title changes nothing; a submenu and Back revisit a screen without being a self-undo.
-    "wifi-submenu-back": [call("tap", index=index_of("Settings")), call("tap", index=NETWORK), call("back"),
-                          call("tap", index=NETWORK), call("tap", index=INTERNET), call("back"),
-                          call("task_complete", answer="I did not change it.\nWIFI: off")],
-    "api-401": [http_error(401, "Invalid API key")],
-    # The SDK retries a 500 once (AGENTBENCH_OPENAI_MAX_RETRIES=1); no second loop of ours.
-    "api-500": [http_error(500, "scripted internal error")] * 2,
-    "api-timeout": [delayed(TIMEOUT_S + 4, content("too late"))] * 2,
-}
-UNREACHABLE = "api-unreachable"
 
 CONFTEST = '''
 import pytest
@@ -99,7 +57,8 @@ class Session:
         return [report for report in self.transcript(name).reports if report.kind == kind]
 
 
-def _run(tmp: Path, adb: PrivateAdbServer, suites: list[str], *, base_url: str, api: FakeOpenAI | None) -> Session:
+def _run(tmp: Path, adb: PrivateAdbServer, suites: list[str], *, base_url: str, api: FakeOpenAI | None,
+         max_retries: int = 1) -> Session:
     project = make_project(
         tmp / "project",
         {name: {"claude": {"model": name, "timeoutSeconds": 120}, "preflight": {"settleSeconds": 0.3}} for name in suites},
@@ -110,7 +69,7 @@ def _run(tmp: Path, adb: PrivateAdbServer, suites: list[str], *, base_url: str, 
     env = session_env(
         adb.port, tmp / "claims", COLUMNS="200",
         AGENTBENCH_OPENAI_BASE_URL=base_url, AGENTBENCH_OPENAI_API_KEY=API_KEY,
-        AGENTBENCH_OPENAI_TIMEOUT_S=str(TIMEOUT_S), AGENTBENCH_OPENAI_MAX_RETRIES="1",
+        AGENTBENCH_OPENAI_TIMEOUT_S=str(TIMEOUT_S), AGENTBENCH_OPENAI_MAX_RETRIES=str(max_retries),
         AGENTBENCH_OPENAI_PRICE_INPUT_PER_MTOK="1.5", AGENTBENCH_OPENAI_PRICE_OUTPUT_PER_MTOK="6",
     )
     done = run_session(project, ["benchmark/", "--device", "sim", "--claude", "agentbench-agent",
@@ -128,8 +87,15 @@ def adb_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrivateAdbS
 @pytest.fixture(scope="module")
 def scenarios(adb_server: PrivateAdbServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
     """Every scripted scenario in one session; the fake server is stopped afterwards."""
-    with FakeOpenAI(SCRIPTS) as api:
-        yield _run(tmp_path_factory.mktemp("model-agent"), adb_server, list(SCRIPTS), base_url=api.base_url, api=api)
+    with FakeOpenAI({name: SCRIPTS[name] for name in IN_SESSION}, strict=STRICT) as api:
+        yield _run(tmp_path_factory.mktemp("model-agent"), adb_server, IN_SESSION, base_url=api.base_url, api=api)
+
+
+@pytest.fixture(scope="module")
+def retried(adb_server: PrivateAdbServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
+    """The 429 scenario, in a session allowing 2 retries."""
+    with FakeOpenAI({"api-429": SCRIPTS["api-429"]}) as api:
+        yield _run(tmp_path_factory.mktemp("retried"), adb_server, ["api-429"], base_url=api.base_url, api=api, max_retries=2)
 
 
 @pytest.fixture(scope="module")
@@ -179,8 +145,9 @@ def test_a_model_that_never_calls_a_tool_fails(scenarios: Session) -> None:
     assert transcript.final_text == "I have turned on Wi-Fi for you.\nWIFI: on"
     # Its answer line is right; the screen says otherwise.
     checks = {check["kind"]: check["passed"] for check in scenarios.result("wifi-no-tool")["checks"]}
-    assert checks == {"device-use": True, "transcript": True, "answer": True, "screen": False}
+    assert checks == {"device-use": True, "transcript": True, "completion": False, "answer": True, "screen": False}
     assert [r.data["ending"] for r in transcript.reports if r.kind == "episode-end"] == ["no_tool_call"]
+    assert scenarios.result("wifi-no-tool")["agent"]["episodeEnding"] == "no_tool_call"
 
 
 def test_empty_reply_is_retried_once_without_thinking_and_reported(scenarios: Session) -> None:
@@ -257,7 +224,7 @@ def test_unreachable_endpoint_is_incomplete_with_the_cause(unreachable: Session)
 
 
 def test_every_stream_parses_with_zero_unparseable_lines(scenarios: Session) -> None:
-    for name in SCRIPTS:
+    for name in IN_SESSION:
         transcript = scenarios.transcript(name)
         assert transcript.unparseable == (), (name, transcript.unparseable[:2])
         assert transcript.init.claude_code_version.endswith("-agentbench-agent")
@@ -268,11 +235,11 @@ def test_every_stream_parses_with_zero_unparseable_lines(scenarios: Session) -> 
 def test_re_render_from_result_gives_the_same_verdicts(scenarios: Session, tmp_path: Path) -> None:
     env = session_env(0, tmp_path / "claims")
     env.pop("ANDROID_ADB_SERVER_PORT")
-    args = [arg for name in SCRIPTS for arg in ("--agentbench-from-result", str(scenarios.run_dir(name)))]
+    args = [arg for name in IN_SESSION for arg in ("--agentbench-from-result", str(scenarios.run_dir(name)))]
     junit = tmp_path / "rerender.xml"
     done = run_session(scenarios.project, [*args, f"--junitxml={junit}"], env)
     rerendered = {case.name.split("[")[0]: case.properties.get("agentbench_verdict") for case in junit_cases(junit).values()}
-    assert rerendered == {name: scenarios.cases[name].properties["agentbench_verdict"] for name in SCRIPTS}, done.stdout[-3000:]
+    assert rerendered == {name: scenarios.cases[name].properties["agentbench_verdict"] for name in IN_SESSION}, done.stdout[-3000:]
 
 
 def test_the_api_key_is_in_no_artifact_but_was_sent(scenarios: Session, unreachable: Session) -> None:
@@ -289,39 +256,114 @@ def test_the_api_key_is_in_no_artifact_but_was_sent(scenarios: Session, unreacha
     assert command["argv"][0] == "agentbench-agent"
 
 
-# ----------------------------------------------------------------------------- agentbench-episode
+# ----------------------------------------------------------------------------- issue 20, through the plugin
 
 
-@pytest.mark.parametrize(
-    ("script", "status", "ending"),
-    [
-        ([call("tap", index=index_of("Settings")), call("tap", index=NETWORK), call("tap", index=INTERNET),
-          call("tap", index=WIFI), call("task_complete", answer=DONE)], 0, "task_complete"),
-        ([content("Wi-Fi is on now.")], 1, "no_tool_call"),
-    ],
-    ids=["task-complete-exit-0", "no-task-complete-exit-1"],
-)
-def test_episode_cli_prints_the_steps_and_exits_by_task_complete(
-    adb_server: PrivateAdbServer, tmp_path: Path, script: list, status: int, ending: str,
-) -> None:
-    import subprocess
+def _ending(session: Session, name: str) -> str:
+    return [r.data["ending"] for r in session.transcript(name).reports if r.kind == "episode-end"][-1]
 
-    with FakeOpenAI({"episode-model": script}) as api:
-        env = adb_server.env(session_env(adb_server.port, tmp_path / "claims"))
-        env.update(AGENTBENCH_OPENAI_BASE_URL=api.base_url, AGENTBENCH_OPENAI_API_KEY=API_KEY)
-        stream = tmp_path / "episode.jsonl"
-        done = subprocess.run(
-            ["agentbench-episode", "--task", "Turn on Wi-Fi.", "--device", "sim", "--model", "episode-model",
-             "--stream", str(stream)],
-            env=env, capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL, start_new_session=True,
-        )
-    assert done.returncode == status, done.stdout + done.stderr
-    assert f"outcome: {ending}" in done.stdout
-    if status == 0:
-        steps = re.findall(r"^step (\d+): (\d+) chars observed; (tap\(index=\d+\)) -> tapped ", done.stdout, re.MULTILINE)
-        assert [int(number) for number, _, _ in steps] == [1, 2, 3, 4], done.stdout
-        assert "task_complete called" in done.stdout and "step 5: task_complete -> " in done.stdout
-    else:
-        assert "task_complete NOT called" in done.stdout
-    assert parse_file(stream).unparseable == ()
-    assert API_KEY not in done.stdout + done.stderr + stream.read_text(encoding="utf-8")
+
+def test_an_unclosed_think_is_an_empty_reply_retried_reported_and_kept_as_thinking(scenarios: Session) -> None:
+    name = "wifi-think-unclosed"
+    assert _verdict(scenarios, name) == ("passed", "passed"), scenarios.result(name)["verdict"]
+    (retry,) = scenarios.reports(name, "retry")
+    assert retry.data["think_in_content"] == "unclosed" and retry.data["finish_reason"] == "length"
+    assert [thinking_disabled(body) for body in scenarios.api.requests_for(name)][:2] == [False, True]
+    lines = [json.loads(line) for line in (scenarios.run_dir(name) / "claude.jsonl").read_text(encoding="utf-8").splitlines()]
+    thinking = [b["thinking"] for e in lines if e["type"] == "assistant" for b in e["message"]["content"] if b["type"] == "thinking"]
+    assert thinking[0].startswith("The Network row is index 1.")
+    result = scenarios.result(name)
+    assert [s["kind"] for s in result["stumbles"]] == ["recovery"] and result["agent"]["episodeEnding"] == "task_complete"
+
+
+def test_extra_and_undecodable_calls_are_stumbles_and_never_claimed_as_tool_use(scenarios: Session) -> None:
+    name = "wifi-extra-calls"
+    assert _verdict(scenarios, name) == ("passed", "passed")
+    result = scenarios.result(name)
+    assert sorted((s["kind"], s["tool"]) for s in result["stumbles"]) == [("tool-error", "back"), ("tool-error", "home")]
+    assert result["metrics"]["stumbles"] == 2
+    # The transcript claims only the calls the relay carried (the cross-check passed).
+    checks = {check["kind"]: check["passed"] for check in result["checks"]}
+    assert checks["transcript"] is True
+    told = [m["content"] for m in scenarios.api.requests_for(name)[1]["messages"] if m["role"] == "tool"]
+    assert told[1:] == ["not executed: call one tool per turn", told[2]] and "not a JSON object" in told[2]
+
+
+def test_a_text_call_to_an_unknown_tool_is_no_such_tool_not_the_answer(scenarios: Session) -> None:
+    name = "wifi-unknown-text-tool"
+    assert _verdict(scenarios, name) == ("passed", "passed")
+    assert len(scenarios.api.requests_for(name)) == 5
+    told = [m for m in scenarios.api.requests_for(name)[1]["messages"] if m["role"] == "tool"]
+    assert told[0]["content"].startswith("there is no tool named 'click'")
+    assert sorted(s["kind"] for s in scenarios.result(name)["stumbles"]) == ["recovery", "tool-error"]
+
+
+def test_full_navigation_then_prose_fails_for_want_of_task_complete(scenarios: Session) -> None:
+    name = "wifi-prose-after-nav"
+    assert _verdict(scenarios, name) == ("failure", "failed")
+    result = scenarios.result(name)
+    assert result["verdict"]["reasons"] == [
+        "the model never called task_complete (the episode ended no_tool_call: the model replied without a tool call; "
+        "its reply is the final text)"]
+    assert result["agent"]["episodeEnding"] == "no_tool_call"
+    checks = {check["kind"]: check["passed"] for check in result["checks"]}
+    assert checks == {"device-use": True, "transcript": True, "completion": False, "answer": True, "screen": True}
+
+
+def test_unknown_token_counts_are_unknown_in_the_metrics(scenarios: Session) -> None:
+    name = "wifi-no-usage"
+    assert _verdict(scenarios, name) == ("passed", "passed")
+    metrics = scenarios.result(name)["metrics"]
+    assert (metrics["inputTokens"], metrics["outputTokens"]) == (None, None)
+    (unknown,) = scenarios.reports(name, "usage-unknown")
+    assert unknown.turn == 1
+    calls = scenarios.result(name)["timing"]["agent"]["modelCalls"]
+    assert [c["promptTokens"] for c in calls] == [None, 1000, 1000, 1000]
+
+
+def test_hermes_calls_are_recovered_named_and_stripped(scenarios: Session) -> None:
+    name = "wifi-hermes"
+    assert _verdict(scenarios, name) == ("passed", "passed")
+    assert [r.data["format"] for r in scenarios.reports(name, "recovery")] == ["hermes"] * 3
+    assert scenarios.transcript(name).final_text == DONE
+    sent = [m["content"] for m in scenarios.api.requests_for(name)[-1]["messages"] if m["role"] == "assistant"]
+    assert sent[:3] == ["Opening it."] * 3
+
+
+def test_each_model_call_is_on_the_record_with_the_provider_named(scenarios: Session) -> None:
+    name = "wifi-passes"
+    result = scenarios.result(name)
+    calls = result["timing"]["agent"]["modelCalls"]
+    assert len(calls) == 4 and all(c["finishReason"] == "tool_calls" and c["retries"] == [] for c in calls)
+    assert all(c["durationSeconds"] is not None and c["startSeconds"] is not None for c in calls)
+    last = json.loads((scenarios.run_dir(name) / "claude.jsonl").read_text(encoding="utf-8").splitlines()[-1])
+    assert last["duration_api_ms"] > 0
+    components = result["fingerprints"]["serverBuildComponents"]
+    assert components["provider"] == "openai-compatible"
+    assert re.fullmatch(r"http://127\.0\.0\.1:\d+", components["provider.endpoint"])
+
+
+def test_429s_are_retried_in_the_loop_and_reported(retried: Session) -> None:
+    name = "api-429"
+    assert _verdict(retried, name) == ("passed", "passed"), retried.terminal[-2000:]
+    reports = retried.reports(name, "api-retry")
+    assert [(r.data["status"], r.data["wait_s"]) for r in reports] == [(429, 0.2), (429, 0.2)]
+    first = retried.result(name)["timing"]["agent"]["modelCalls"][0]
+    assert [r["status"] for r in first["retries"]] == [429, 429] and first["durationSeconds"] < 2
+    assert len(retried.api.requests_for(name)) == 6
+
+
+def test_a_strict_endpoint_loses_the_parameter_it_refused(scenarios: Session) -> None:
+    name = "wifi-strict"
+    assert _verdict(scenarios, name) == ("passed", "passed")
+    (dropped,) = scenarios.reports(name, "parameter-dropped")
+    assert dropped.data["parameter"] == "skip_special_tokens"
+    assert ["skip_special_tokens" in body for body in scenarios.api.requests_for(name)] == [True] + [False] * 4
+
+
+def test_an_index_as_a_string_is_accepted_and_the_coercion_is_a_recovery(scenarios: Session) -> None:
+    name = "wifi-index-string"
+    assert _verdict(scenarios, name) == ("passed", "passed")
+    (recovery,) = scenarios.reports(name, "recovery")
+    assert recovery.data["format"] == "argument-coerced"
+    assert scenarios.result(name)["metrics"]["recoveries"] == 1

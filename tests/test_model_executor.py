@@ -202,3 +202,30 @@ def test_task_complete_returns_the_answer_and_acts_on_nothing() -> None:
 )
 def test_action_key(first: tuple, second: tuple, same: bool) -> None:
     assert (action_key(ParsedCall(*first)) == action_key(ParsedCall(*second))) is same
+
+
+def test_action_key_names_the_element_not_its_index() -> None:
+    phone = Phone()
+    phone.launch("com.android.settings")
+    settings = from_uiautomator(phone.screen_xml())
+    phone.tap(*settings.tap_point(1))
+    network = from_uiautomator(phone.screen_xml())
+    tap1 = ParsedCall("tap", {"index": 1})
+    # Index 1 is "Network & internet" on one screen and "Internet" on the next: two actions.
+    assert action_key(tap1, settings) != action_key(tap1, network)
+    # The same element, whatever spelling of its index, is one action; a bad index keys on the index.
+    assert action_key(ParsedCall("tap", {"index": "1"}), settings) == action_key(tap1, settings)
+    assert action_key(ParsedCall("tap", {"index": 99}), settings) == action_key(ParsedCall("tap", {"index": 99}))
+    assert action_key(ParsedCall("back", {}), settings) == action_key(ParsedCall("back", {}))
+
+
+@pytest.mark.parametrize(
+    ("value", "note"),
+    [(2, None), ("2", 'index "2" (a string) was read as the integer 2'), (2.0, "index 2.0 (float) was read as the integer 2"),
+     (" 3 ", 'index " 3 " (a string) was read as the integer 3'), ("two", None), (True, None), (None, None)],
+    ids=["int", "string", "float", "spaced", "word", "bool", "absent"],
+)
+def test_coercion_is_said(value: object, note: str | None) -> None:
+    from pytest_agentbench.agents.model.executor import coercion
+
+    assert coercion("index", value) == note

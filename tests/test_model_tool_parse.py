@@ -7,7 +7,7 @@ import json
 import pytest
 
 from pytest_agentbench.agents.model.executor import TOOL_NAMES, TOOL_SCHEMAS
-from pytest_agentbench.agents.model.tool_parse import complete_json, parse_reply, recover_from_text, strip_reasoning
+from pytest_agentbench.agents.model.tool_parse import BadCall, complete_json, parse_reply, recover_from_text, split_thinking, strip_reasoning
 
 # (id, content, expected calls as (name, arguments JSON), expected recovered_from, expected content)
 TEXT_CASES = [
@@ -43,6 +43,20 @@ TEXT_CASES = [
     ("json-flat", '{"name": "swipe", "direction": "down"}', [("swipe", '{"direction": "down"}')], "json-in-text", ""),
     ("openai-shape-in-text", '{"type": "function", "function": {"name": "home", "arguments": {}}}',
      [("home", "{}")], "json-in-text", ""),
+    # Hermes/Qwen3 markup (vLLM without --tool-call-parser hermes): named, and cut out of the content.
+    ("hermes", 'I will open it.\n<tool_call>\n{"name": "tap", "arguments": {"index": 1}}\n</tool_call>',
+     [("tap", '{"index": 1}')], "hermes", "I will open it."),
+    ("hermes-prose-after", '<tool_call>{"name": "back", "arguments": {}}</tool_call>\nGoing back.',
+     [("back", "{}")], "hermes", "Going back."),
+    ("hermes-unclosed", '<tool_call>\n{"name": "tap", "arguments": {"index": 2}',
+     [("tap", '{"index": 2}')], "hermes", ""),
+    ("hermes-two", '<tool_call>{"name": "back", "arguments": {}}</tool_call>\n<tool_call>{"name": "home", "arguments": {}}</tool_call>',
+     [("back", "{}"), ("home", "{}")], "hermes", ""),
+    # Inside <tool_call> markup an unknown tool is still a call: the executor answers "no such tool".
+    ("unknown-tool-glm", "<tool_call>format_disk\n<arg_key>x</arg_key><arg_value>1</arg_value></tool_call>",
+     [("format_disk", '{"x": 1}')], "glm45", ""),
+    ("unknown-tool-hermes", 'Clicking.\n<tool_call>{"name": "click", "arguments": {"index": 2}}</tool_call>',
+     [("click", '{"index": 2}')], "hermes", "Clicking."),
 ]
 
 
@@ -59,7 +73,6 @@ def test_calls_written_into_the_text_are_recovered_and_flagged(content: str, cal
 NOT_CALLS = [
     ("plain", "I have turned Wi-Fi on.\nWIFI: on"),
     ("unknown-tool-json", '{"name": "rm_rf", "arguments": {}}'),
-    ("unknown-tool-glm", "<tool_call>format_disk\n<arg_key>x</arg_key><arg_value>1</arg_value></tool_call>"),
     ("json-not-a-call", '{"wifi": "on"}'),
     ("braces-only", "{{{{"),
     ("closing-mismatch", '{"name": "tap", "arguments": {"index": 1]'),
@@ -97,6 +110,32 @@ def test_native_call_with_undecodable_arguments_is_a_problem_sentence() -> None:
     reply = parse_reply(None, [entry], TOOL_NAMES, TOOL_SCHEMAS)
     assert reply.calls == ()
     assert reply.problems == ("the arguments of your tap call are not a JSON object: [1, 2]",)
+    assert reply.bad_calls == (BadCall("call_1", "tap", reply.problems[0], "[1, 2]"),)
+
+
+def test_an_undecodable_call_beside_a_valid_one_is_kept_as_a_bad_call() -> None:
+    entries = [{"id": "call_1", "type": "function", "function": {"name": "tap", "arguments": '{"index": 1}'}},
+               {"id": "call_2", "type": "function", "function": {"name": "back", "arguments": "not json"}}]
+    reply = parse_reply(None, entries, TOOL_NAMES, TOOL_SCHEMAS)
+    assert [call.name for call in reply.calls] == ["tap"]
+    assert [(bad.id, bad.name) for bad in reply.bad_calls] == [("call_2", "back")]
+    assert "not a JSON object: not json" in reply.bad_calls[0].sentence
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("<think>The switch is off, so I", ("The switch is off, so I", "", True)),
+        ("<think>Off.</think>Tapping it.", ("Off.", "Tapping it.", False)),
+        ("the template opened it</think>Done.", ("the template opened it", "Done.", False)),
+        ("<think>a</think>b<think>c", ("a\n\nc", "b", True)),
+        ("no thinking", ("", "no thinking", False)),
+        ("", ("", "", False)),
+    ],
+    ids=["unclosed", "closed", "closing-tag-only", "closed-then-unclosed", "none", "empty"],
+)
+def test_split_thinking(text: str, expected: tuple[str, str, bool]) -> None:
+    assert split_thinking(text) == expected
 
 
 def test_only_function_calls_are_taken() -> None:
@@ -120,6 +159,6 @@ def test_recover_from_text_reports_instead_of_raising(monkeypatch: pytest.Monkey
     def explode(*args: object) -> None:
         raise RecursionError("deep")
 
-    monkeypatch.setattr(tool_parse, "_glm_calls", explode)
+    monkeypatch.setattr(tool_parse, "_tagged_calls", explode)
     reply = recover_from_text("<tool_call>tap", TOOL_NAMES)
     assert reply.calls == () and reply.content == "<tool_call>tap" and "RecursionError" in reply.problems[0]

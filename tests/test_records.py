@@ -65,3 +65,16 @@ def test_a_session_document_reads_back_to_itself(tmp_path: Path) -> None:
     document = session.to_json()
     assert document["counts"] == {"passed": 0, "failed": 2, "incomplete": 1}
     assert SessionResult.from_json(document).to_json() == document
+
+
+@pytest.mark.parametrize("ending", [None, "task_complete", "no_tool_call", "api_error"])
+def test_the_episode_ending_round_trips_and_is_written_only_when_known(ending: str | None) -> None:
+    document = result_document(suite_name="s", suite_file="s.yml", run_dir="/r", audit=AUDIT,
+                               fingerprints={"observedModel": "m"}, scoring_code="sha256:c0de",
+                               agent_command=["agentbench-agent", "-p"])
+    if ending is not None:
+        document["agent"]["episodeEnding"] = ending
+    record = RunResult.from_json(document)
+    assert record.episode_ending == ending
+    assert record.to_json() == document
+    assert ("episodeEnding" in record.to_json()["agent"]) == (ending is not None)

@@ -232,3 +232,22 @@ def test_build_does_not_depend_on_where_the_project_lives(tmp_path):
     assert _build(SECRETS, first_root).digest == _build(SECRETS, second_root).digest
 
 
+
+
+@pytest.mark.parametrize(
+    ("command", "environ", "expected"),
+    [
+        ("agentbench-agent", {"AGENTBENCH_OPENAI_BASE_URL": "http://user:pw@GPU-Box:8077/v1"},
+         {"provider": "openai-compatible", "endpoint": "http://gpu-box:8077"}),
+        (["/venv/bin/agentbench-agent", "--x"], {"AGENTBENCH_OPENAI_BASE_URL": "https://models.example/v1"},
+         {"provider": "openai-compatible", "endpoint": "https://models.example"}),
+        ("agentbench-agent", {}, {"provider": "openai-compatible", "endpoint": "unset"}),
+        # Claude in a session whose environment also names the OpenAI endpoint: still Anthropic.
+        ("claude", {"AGENTBENCH_OPENAI_BASE_URL": "http://gpu-box:8077/v1"}, {"provider": "anthropic"}),
+    ],
+    ids=["agent-with-port", "agent-by-path", "agent-no-url", "claude"],
+)
+def test_agentbench_agents_provider_is_its_openai_compatible_endpoint(command, environ: dict, expected: dict) -> None:
+    identity = provider_identity(environ, command)
+    assert {key: identity.get(key) for key in expected} == expected
+    assert "pw" not in json.dumps(identity)

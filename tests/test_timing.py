@@ -123,3 +123,21 @@ def test_timeline_line_numbers_skip_lines_that_are_not_events() -> None:
     assert transcript.timeline == (
         LineEvent(1, "init"), LineEvent(4, "assistant", opened=("t",)), LineEvent(5, "user", answered=("t",)), LineEvent(6, "init"),
     )
+
+
+def test_model_call_reports_become_timing_rows() -> None:
+    from pytest_agentbench.audit.timing import model_calls
+    from pytest_agentbench.audit.transcript import AgentReport
+
+    reports = [
+        AgentReport("model-call", "call 1", 1, {"started_at": "2026-12-01T00:00:00.000Z", "duration_ms": 250, "prompt_tokens": 1000,
+                                                "completion_tokens": 20, "finish_reason": "tool_calls", "retries": []}, line=3),
+        AgentReport("action", "tap(index=1)", 1, {}, line=4),
+        AgentReport("model-call", "call 2", 2, {"duration_ms": 4000, "prompt_tokens": None, "completion_tokens": None,
+                                                "finish_reason": "length", "retries": [{"status": 429, "wait_s": 0.2}]}, line=9),
+    ]
+    rows = model_calls(reports, {3: 1.5, 9: 3.0})
+    assert [(r["turn"], r["startSeconds"], r["durationSeconds"], r["promptTokens"], r["finishReason"]) for r in rows] == [
+        (1, 1.25, 0.25, 1000, "tool_calls"), (2, 0.0, 4.0, None, "length")]
+    assert rows[1]["retries"] == [{"status": 429, "wait_s": 0.2}]
+    assert model_calls(reports, None)[0]["startSeconds"] is None

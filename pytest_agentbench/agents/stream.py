@@ -93,6 +93,8 @@ class StreamWriter:
     #: Token counts (result.usage counters) and the cost so far; None = no price is known.
     usage: dict[str, int] = field(default_factory=dict)
     cost_usd: float | None = 0
+    #: Milliseconds spent in model calls (`duration_api_ms`).
+    api_ms: int = 0
     _message_id: str | None = None
     _id_tag: str = "replay"
 
@@ -241,7 +243,7 @@ class StreamWriter:
                 "is_error": False,
                 "api_error_status": None,
                 "duration_ms": self._duration_ms(),
-                "duration_api_ms": 0,
+                "duration_api_ms": self.api_ms,
                 "ttft_ms": 0,
                 "ttft_stream_ms": 0,
                 "time_to_request_ms": 0,
@@ -266,7 +268,7 @@ class StreamWriter:
                 "type": "result",
                 "subtype": "error_max_turns",
                 "duration_ms": self._duration_ms(),
-                "duration_api_ms": 0,
+                "duration_api_ms": self.api_ms,
                 "is_error": True,
                 "num_turns": self.turns + 1,
                 "stop_reason": "tool_use",
@@ -289,7 +291,7 @@ class StreamWriter:
                 "type": "result",
                 "subtype": "error_max_budget_usd",
                 "duration_ms": self._duration_ms(),
-                "duration_api_ms": 0,
+                "duration_api_ms": self.api_ms,
                 "is_error": True,
                 "num_turns": self.turns,
                 "stop_reason": "tool_use",
@@ -315,7 +317,7 @@ class StreamWriter:
                 "type": "result",
                 "subtype": "error_during_execution",
                 "duration_ms": self._duration_ms(),
-                "duration_api_ms": 0,
+                "duration_api_ms": self.api_ms,
                 "is_error": True,
                 "num_turns": self.turns,
                 "stop_reason": None,
@@ -347,7 +349,7 @@ class StreamWriter:
                 "is_error": True,
                 "api_error_status": status,
                 "duration_ms": self._duration_ms(),
-                "duration_api_ms": 0,
+                "duration_api_ms": self.api_ms,
                 "num_turns": self.turns,
                 "result": message,
                 "stop_reason": "stop_sequence",

@@ -11,6 +11,10 @@ The split is a partition of the agent's wall clock, walked in arrival order:
   to the next assistant event, and between the assistant events of one reply;
 * after result: from the `result` event to the end of the process (a CLI that lingers).
 
+An agent that reports each model call (agentbench-agent's `model-call` reports) gets the calls
+listed too (`modelCalls`): when each started (seconds since the agent's start, from the report's
+arrival minus its duration), how long it took, its tokens (None: unknown), finish reason, retries.
+
 The stretch after the last line up to the wall clock belongs to the state the run was in (a
 hung tool call is tool time). So the four parts add up to the wall clock by construction.
 """
@@ -22,7 +26,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_agentbench.audit.transcript import LineEvent, short_tool_name
+from pytest_agentbench.audit.transcript import AgentReport, LineEvent, short_tool_name
+
+#: The report kind an agent writes after each model call (agents/model/agent.py).
+MODEL_CALL_REPORT = "model-call"
 
 
 @dataclass(frozen=True)
@@ -46,6 +53,7 @@ class TimeSplit:
     tool_seconds: float
     after_result_seconds: float
     tools: tuple[ToolTime, ...]
+    model_calls: tuple[dict[str, Any], ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         """The result.json shape (`timing.agent`)."""
@@ -60,6 +68,7 @@ class TimeSplit:
                  "medianSeconds": t.median_seconds, "unanswered": t.unanswered}
                 for t in self.tools
             ],
+            **({"modelCalls": [dict(call) for call in self.model_calls]} if self.model_calls else {}),
         }
 
 
@@ -69,6 +78,7 @@ def time_split(
     *,
     wall_clock_seconds: float,
     tool_names: Mapping[str, str],
+    reports: Iterable[AgentReport] = (),
 ) -> TimeSplit | None:
     """Split an agent run's wall clock by what it was waiting for.
 
@@ -78,6 +88,7 @@ def time_split(
             empty for a run without one (older runs), which gets no split.
         wall_clock_seconds: The agent's wall clock (`ProcessOutcome.wall_clock_seconds`).
         tool_names: tool_use id -> full tool name (from `Transcript.tool_calls`).
+        reports: The agent's reports (`Transcript.reports`); its `model-call` ones become `modelCalls`.
 
     Returns:
         The split, or None without arrival times.
@@ -143,7 +154,31 @@ def time_split(
         tool_seconds=_round(buckets["tools"]),
         after_result_seconds=_round(buckets["after"]),
         tools=tools,
+        model_calls=model_calls(reports, arrivals),
     )
+
+
+def model_calls(reports: Iterable[AgentReport], arrivals: Mapping[int, float] | None) -> tuple[dict[str, Any], ...]:
+    """The agent's `model-call` reports -> one timing row per call (start from the report's arrival when timed)."""
+    rows = []
+    for report in reports:
+        if report.kind != MODEL_CALL_REPORT:
+            continue
+        data = report.data
+        duration = data.get("duration_ms")
+        seconds = duration / 1000 if isinstance(duration, (int, float)) and not isinstance(duration, bool) else None
+        arrived = arrivals.get(report.line) if arrivals and report.line is not None else None
+        rows.append({
+            "turn": report.turn,
+            "startedAt": data.get("started_at"),
+            "startSeconds": _round(max(arrived - seconds, 0.0)) if arrived is not None and seconds is not None else None,
+            "durationSeconds": _round(seconds) if seconds is not None else None,
+            "promptTokens": data.get("prompt_tokens"),
+            "completionTokens": data.get("completion_tokens"),
+            "finishReason": data.get("finish_reason"),
+            "retries": list(data.get("retries") or []),
+        })
+    return tuple(rows)
 
 
 def _round(value: float) -> float:

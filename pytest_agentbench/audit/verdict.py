@@ -52,13 +52,19 @@ if TYPE_CHECKING:
     from pytest_agentbench.suite import Suite
 
 #: Check kinds besides the device check kinds of `checks.KINDS`.
-CheckKind = Literal["answer", "screen", "device-use", "no-shell", "transcript"]
+CheckKind = Literal["answer", "screen", "device-use", "no-shell", "transcript", "completion"]
 #: Claude Code's own tools that run commands; a server's shells come from its profile and schemas.
 BUILTIN_SHELL_TOOLS = frozenset({"Bash", "PowerShell"})
 # Reports (transcript.AgentReport kinds) of agentbench-agent that become stumbles: the agent
 # repaired its model's output or asked again ("recovery"), or refused a model's call ("tool-error").
 _RECOVERY_REPORTS = frozenset({"recovery", "retry"})
-_TOOL_ERROR_REPORTS = frozenset({"action-error"})
+_TOOL_ERROR_REPORTS = frozenset({"action-error", "extra-call"})
+#: The report an agent of this project writes when a model call came without token counts.
+USAGE_UNKNOWN_REPORT = "usage-unknown"
+TOKEN_METRICS = ("inputTokens", "outputTokens", "cacheCreationInputTokens", "cacheReadInputTokens")
+#: The report an agent of this project ends its episode with (`ending`: task_complete, no_tool_call, ...).
+EPISODE_END_REPORT = "episode-end"
+COMPLETED_ENDING = "task_complete"
 
 # Results and replies are quoted in reasons; long ones are cut so a report stays readable.
 _DETAIL_CHARS = 300
@@ -310,7 +316,7 @@ def metrics_of(
     calls = list(transcript.tool_calls if calls is None else calls)
     result = transcript.result
     usage = result.usage if result is not None else {}
-    return {
+    metrics = {
         "toolCalls": len(calls),
         "mcpCalls": sum(1 for call in calls if call.name.startswith("mcp__")),
         "deviceAwareCalls": sum(1 for call in calls if call.name in device_aware_tools),
@@ -325,6 +331,35 @@ def metrics_of(
         "recoveries": sum(1 for stumble in stumbles if stumble.kind == "recovery"),
         "toolCounts": dict(Counter(short_tool_name(call.name) for call in calls)),
     }
+    if any(report.kind == USAGE_UNKNOWN_REPORT for report in transcript.reports):
+        # A model call without a usage block: the totals are a lower bound, so they are unknown
+        # (None), kept out of medians and comparisons, rather than a wrong number.
+        for key in TOKEN_METRICS:
+            metrics[key] = None
+    return metrics
+
+
+def episode_ending(transcript: Transcript) -> tuple[str, str] | None:
+    """How the agent said its episode ended (`ending`, its sentence), from its last `episode-end` report; None if it reported none."""
+    ends = [report for report in transcript.reports if report.kind == EPISODE_END_REPORT]
+    if not ends:
+        return None
+    return str(ends[-1].data.get("ending") or "unknown"), ends[-1].message
+
+
+def completion_check(transcript: Transcript) -> Check | None:
+    """An agent that reports its episode's end (agentbench-agent) passes only when the model called task_complete.
+
+    Seed 004 counts "full navigation, then no tool call" as not finishing: the loop never decides a
+    task is done, so a reply in prose, an empty reply or a self-undo is not a completed task, whatever
+    the screen shows. Claude Code reports no episode end: no check.
+    """
+    ending = episode_ending(transcript)
+    if ending is None:
+        return None
+    name, message = ending
+    return Check("completion", "the model called task_complete", name == COMPLETED_ENDING,
+                 f"the episode ended {name}: {message}", "completion")
 
 
 def failed_reason(check: Check) -> str:
@@ -341,6 +376,8 @@ def failed_reason(check: Check) -> str:
         return f"shell use (verify.noShell): the run called {check.seen}"
     if check.kind == "transcript":
         return f"the transcript does not match the relay log: {check.seen}"
+    if check.kind == "completion":
+        return f"the model never called task_complete ({check.seen})"
     return f"{check.kind} check {check.name!r} failed: expected {check.expected}; {check.seen}"
 
 
@@ -395,6 +432,9 @@ def audit_run(run: Run, transcript: Transcript, relay: RelayLog | None = None) -
     checks = [device_use_check(evidence, run.device_aware_tools)]
     if relay is not None:
         checks.append(transcript_check(transcript, relay))
+    completion = completion_check(transcript)
+    if completion is not None:
+        checks.append(completion)
     checks += [
         *answer_checks(suite, transcript),
         *screen_checks(suite, run.screen),

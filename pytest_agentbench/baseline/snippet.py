@@ -87,7 +87,8 @@ def build_baseline_block(
     observed_model: str,
 ) -> dict[str, Any]:
     """The suite's `baseline` block, keys in the contract's order (docs/architecture.md, "Suite")."""
-    ordered_metrics = {name: metrics[name] for name in SCALAR_METRICS if name in metrics}
+    # An unknown metric (None: token counts a server did not send) is left out, never recorded as 0.
+    ordered_metrics = {name: metrics[name] for name in SCALAR_METRICS if metrics.get(name) is not None}
     ordered_metrics["toolCounts"] = dict(sorted((metrics.get("toolCounts") or {}).items()))
     return {
         "recordedAt": recorded_at,

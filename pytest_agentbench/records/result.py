@@ -81,6 +81,9 @@ class RunResult:
         suite, suite_file, nodeid, run_directory, started_at, finished_at: Where and when.
         instance: The seeded task instance (`suite.instance.Instance.to_json()`), or None.
         device_serial, agent_command, requested_model: What ran it.
+        episode_ending: How the agent said its episode ended (`task_complete`, `no_tool_call`,
+            `empty_reply`, `self_undo`, `max_turns`, `max_budget`, `api_error`, `server_gone`), for
+            an agent that reports it (agentbench-agent); None otherwise, and then not written.
         verdict, checks, stumbles, metrics, tool_sequence: The audit's conclusions.
         baseline, baseline_tool_sequence: The suite's recorded baseline (None: none recorded).
         comparison: This run against that baseline.
@@ -114,6 +117,7 @@ class RunResult:
     device_serial: str | None = None
     agent_command: tuple[str, ...] = ()
     requested_model: str | None = None
+    episode_ending: str | None = None
     baseline: Mapping[str, Any] | None = None
     baseline_tool_sequence: tuple[str, ...] = ()
     comparison: BaselineComparison = field(default_factory=BaselineComparison)
@@ -153,7 +157,8 @@ class RunResult:
             "startedAt": self.started_at,
             "finishedAt": self.finished_at,
             "device": {"serial": self.device_serial},
-            "agent": {"command": list(self.agent_command), "requestedModel": self.requested_model},
+            "agent": {"command": list(self.agent_command), "requestedModel": self.requested_model,
+                      **({"episodeEnding": self.episode_ending} if self.episode_ending is not None else {})},
             "verdict": self.verdict.to_json(),
             "checks": [check_to_json(check) for check in self.checks],
             "stumbles": [stumble.to_json() for stumble in self.stumbles],
@@ -199,6 +204,7 @@ class RunResult:
             device_serial=device.get("serial"),
             agent_command=tuple(agent.get("command") or ()),
             requested_model=agent.get("requestedModel"),
+            episode_ending=agent.get("episodeEnding"),
             baseline=_plain(data.get("baseline")),
             baseline_tool_sequence=tuple(data.get("baselineToolSequence") or ()),
             comparison=BaselineComparison.from_json(data.get("comparison")),

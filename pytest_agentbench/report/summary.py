@@ -46,6 +46,8 @@ def _wall(seconds: Any) -> str:
 
 def _tokens(metrics: Mapping[str, Any]) -> str:
     keys = ("inputTokens", "outputTokens", "cacheCreationInputTokens", "cacheReadInputTokens")
+    if all(metrics.get(key) is None for key in keys) and any(key in metrics for key in keys):
+        return "?"  # the agent's server sent no token counts for some call
     total = sum(int(metrics.get(key) or 0) for key in keys)
     if total < 1000:
         return str(total)

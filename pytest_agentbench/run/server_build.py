@@ -157,11 +157,19 @@ def _aws_identity(environ: Mapping[str, str]) -> dict[str, str]:
     return identity
 
 
-def provider_identity(environ: Mapping[str, str]) -> dict[str, str]:
+#: The executable of this project's OpenAI-compatible agent: its provider is its endpoint, not Anthropic.
+OPENAI_AGENT = "agentbench-agent"
+OPENAI_BASE_URL_VARIABLE = "AGENTBENCH_OPENAI_BASE_URL"
+
+
+def provider_identity(environ: Mapping[str, str], agent_command: str | Sequence[str] = ()) -> dict[str, str]:
     """Which provider and endpoints a run talks to, without any secret value.
 
     Args:
         environ: The environment the agent will inherit.
+        agent_command: The `--claude` command: `agentbench-agent` talks to the OpenAI-compatible
+            server of AGENTBENCH_OPENAI_BASE_URL, so its provider is `openai-compatible` and its
+            `endpoint` that server's scheme, host and port.
 
     Returns:
         Flat `name -> text` components: the provider, scheme and host of every base URL and proxy
@@ -170,7 +178,12 @@ def provider_identity(environ: Mapping[str, str]) -> dict[str, str]:
         proxy bypass list, and plain regions, service tiers and model-routing variables.
     """
     components: dict[str, str] = {"provider": "anthropic"}
-    for variable, provider in _PROVIDER_SWITCHES:
+    argv = shlex.split(agent_command) if isinstance(agent_command, str) else list(agent_command)
+    if argv and Path(argv[0]).name == OPENAI_AGENT:
+        components["provider"] = "openai-compatible"
+        described, _ = _describe_url(environ.get(OPENAI_BASE_URL_VARIABLE) or "")
+        components["endpoint"] = described.split(" path=", 1)[0] if environ.get(OPENAI_BASE_URL_VARIABLE) else "unset"
+    for variable, provider in ([] if components["provider"] != "anthropic" else _PROVIDER_SWITCHES):
         if _truthy(environ.get(variable)):
             components["provider"] = provider
             break
@@ -288,7 +301,7 @@ def server_build_fingerprint(
         components["sandbox"] = sandbox
     for client, output in sorted(adb_versions.items()):
         components[f"adb.{client}"] = _adb_version_text(output)
-    components.update({f"provider.{key}" if key != "provider" else key: value for key, value in provider_identity(environ).items()})
+    components.update({f"provider.{key}" if key != "provider" else key: value for key, value in provider_identity(environ, agent_command).items()})
     components.update(managed_settings_digests(managed_settings_dirs))
     return ServerBuild(digest=digest_json(components), components=components)
 

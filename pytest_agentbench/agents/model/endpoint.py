@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import urlsplit
 
+import anyio
 import openai
 
 BASE_URL_VARIABLE = "AGENTBENCH_OPENAI_BASE_URL"
@@ -22,8 +25,17 @@ PRICE_OUTPUT_VARIABLE = "AGENTBENCH_OPENAI_PRICE_OUTPUT_PER_MTOK"
 PRICE_CACHED_VARIABLE = "AGENTBENCH_OPENAI_PRICE_CACHED_INPUT_PER_MTOK"
 
 DEFAULT_TIMEOUT_S = 120.0
-# The SDK's own retry loop (connection errors, timeouts, 408/409/429, 5xx) is the only one.
+# Retries are the client's own loop (the SDK's max_retries is 0), so each one is reported:
+# connection errors and 408/409/429/5xx; a timeout is the agent's to retry (without thinking).
 DEFAULT_MAX_RETRIES = 2
+#: Sent unless AGENTBENCH_OPENAI_MAX_TOKENS says otherwise: a think longer than this comes back
+#: cut off (finish reason `length`, empty) well before the deadline, and is retried without thinking.
+DEFAULT_MAX_TOKENS = 2048
+RETRYABLE_STATUSES = frozenset({408, 409, 429}) | frozenset(range(500, 600))
+_BACKOFF_S = (0.5, 1.0, 2.0, 4.0, 8.0)
+_MAX_WAIT_S = 60.0
+#: Request parameters only some servers accept (vLLM's); a 400 that names one drops it for good.
+SERVER_SPECIFIC = ("skip_special_tokens", "chat_template_kwargs")
 #: The switch that turns a GLM-style chat template's thinking off for one request (vLLM).
 THINKING_OFF = {"chat_template_kwargs": {"enable_thinking": False}}
 
@@ -35,10 +47,12 @@ class EndpointConfigError(Exception):
 class ApiFailure(Exception):
     """A request that failed for good (after the SDK's retries): `message` is Claude Code's `API Error: ...` text."""
 
-    def __init__(self, message: str, status: int | None) -> None:
+    def __init__(self, message: str, status: int | None, *, timed_out: bool = False, retries: tuple[dict[str, Any], ...] = ()) -> None:
         super().__init__(message)
         self.message = message
         self.status = status
+        self.timed_out = timed_out
+        self.retries = retries
 
 
 @dataclass(frozen=True)
@@ -92,7 +106,7 @@ class EndpointConfig:
     timeout_s: float = DEFAULT_TIMEOUT_S
     max_retries: int = DEFAULT_MAX_RETRIES
     pricing: Pricing | None = None
-    max_tokens: int | None = None
+    max_tokens: int | None = DEFAULT_MAX_TOKENS
     temperature: float | None = None
 
     @classmethod
@@ -118,14 +132,14 @@ class EndpointConfig:
         if input_price is not None and output_price is not None:
             cached = _number(environ, PRICE_CACHED_VARIABLE, input_price, minimum=0)
             pricing = Pricing(input_price, output_price, float(cached))  # type: ignore[arg-type]
-        max_tokens = _number(environ, MAX_TOKENS_VARIABLE, None, minimum=1, integer=True)
+        max_tokens = _number(environ, MAX_TOKENS_VARIABLE, DEFAULT_MAX_TOKENS, minimum=1, integer=True)
         return cls(
             base_url=base_url,
             api_key=environ.get(API_KEY_VARIABLE) or None,
             timeout_s=float(_number(environ, TIMEOUT_VARIABLE, DEFAULT_TIMEOUT_S, minimum=0.001)),  # type: ignore[arg-type]
             max_retries=int(_number(environ, MAX_RETRIES_VARIABLE, DEFAULT_MAX_RETRIES, minimum=0, integer=True)),  # type: ignore[arg-type]
             pricing=pricing,
-            max_tokens=int(max_tokens) if max_tokens is not None else None,
+            max_tokens=int(max_tokens),  # type: ignore[arg-type]
             temperature=_number(environ, TEMPERATURE_VARIABLE, None, minimum=0),
         )
 
@@ -144,8 +158,31 @@ class Reply:
     tool_calls: list[dict[str, Any]]
     model: str
     finish_reason: str | None
-    # Result-style counters: input_tokens (uncached), cache_read_input_tokens, output_tokens.
+    # Result-style counters: input_tokens (uncached), cache_read_input_tokens, output_tokens;
+    # empty when the server sent no usage (the counts are unknown, not 0).
     usage: dict[str, int] = field(default_factory=dict)
+    #: The call on the record: when it started (UTC), how long it took, the retries before it.
+    started_at: str = ""
+    duration_ms: int = 0
+    retries: tuple[dict[str, Any], ...] = ()
+    #: `closed` / `unclosed` when `<think>` text was taken out of the content (no reasoning parser).
+    thinking_in_content: str | None = None
+
+    @property
+    def usage_known(self) -> bool:
+        """Whether the server said how many tokens the call used."""
+        return bool(self.usage)
+
+    def record(self) -> dict[str, Any]:
+        """The call as the `model-call` report records it (token counts None when unknown)."""
+        return {
+            "started_at": self.started_at,
+            "duration_ms": self.duration_ms,
+            "prompt_tokens": (self.usage.get("input_tokens", 0) + self.usage.get("cache_read_input_tokens", 0)) if self.usage else None,
+            "completion_tokens": self.usage.get("output_tokens") if self.usage else None,
+            "finish_reason": self.finish_reason,
+            "retries": [dict(retry) for retry in self.retries],
+        }
 
     @property
     def empty(self) -> bool:
@@ -180,17 +217,48 @@ def _error_detail(body: Any) -> str:
     return str(body) if body else ""
 
 
-class ChatClient:
-    """Chat completions against one endpoint with the official `openai` client; failures become ApiFailure."""
+def _retry_after(response: Any) -> float | None:
+    # Retry-After in seconds (the HTTP-date form is rare on model servers and read as absent).
+    try:
+        raw = response.headers.get("retry-after-ms")
+        if raw:
+            return max(float(raw) / 1000, 0.0)
+        raw = response.headers.get("retry-after")
+        return max(float(raw), 0.0) if raw else None
+    except (AttributeError, ValueError, TypeError):
+        return None
 
-    def __init__(self, config: EndpointConfig) -> None:
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+#: on_retry(status or None, wait seconds, the sentence); on_drop(parameter, the server's sentence).
+RetryHook = Callable[[int | None, float, str], None]
+DropHook = Callable[[str, str], None]
+
+
+class ChatClient:
+    """Chat completions against one endpoint with the official `openai` client; failures become ApiFailure.
+
+    The client's own retries are off (`max_retries=0`): this loop retries connection errors and
+    408/409/429/5xx up to `max_retries` times (honouring Retry-After) and tells `on_retry` about
+    each, and every call has one total deadline (`timeout_s`), however slowly the body trickles.
+    """
+
+    def __init__(self, config: EndpointConfig, *, on_retry: RetryHook | None = None, on_drop: DropHook | None = None,
+                 sleep: Callable[[float], Any] | None = None) -> None:
         self.config = config
+        self.on_retry = on_retry
+        self.on_drop = on_drop
+        self._sleep = sleep or anyio.sleep
+        self.dropped: set[str] = set()
         self._client = openai.AsyncOpenAI(
             base_url=config.base_url,
             # vLLM without --api-key accepts any key, but the SDK needs one to be set.
             api_key=config.api_key or "none",
             timeout=config.timeout_s,
-            max_retries=config.max_retries,
+            max_retries=0,
         )
 
     async def close(self) -> None:
@@ -203,8 +271,32 @@ class ChatClient:
             text = text.replace(self.config.api_key, "***")
         return " ".join(text.split())
 
+    def _failure(self, exc: Exception) -> ApiFailure:
+        if isinstance(exc, (openai.APITimeoutError, TimeoutError)):
+            return ApiFailure(
+                f"API Error: Request timed out: no reply from {self.config.identity} within {self.config.timeout_s:g}s", None,
+                timed_out=True,
+            )
+        if isinstance(exc, openai.APIConnectionError):
+            cause = exc.__cause__ or exc
+            return ApiFailure(
+                f"API Error: Connection error: could not reach {self.config.identity} ({self._safe(str(cause) or type(cause).__name__)})",
+                None,
+            )
+        if isinstance(exc, openai.APIStatusError):
+            detail = self._safe(_error_detail(exc.body) or exc.response.reason_phrase or "")
+            return ApiFailure(f"API Error: {exc.status_code} {detail}".rstrip(), exc.status_code)
+        return ApiFailure(f"API Error: {self._safe(str(exc))}", None)
+
+    def _named_parameter(self, exc: Exception, extra_body: Mapping[str, Any]) -> str | None:
+        """The server-specific parameter a 400 names, if it names one this request sent."""
+        if not isinstance(exc, openai.APIStatusError) or exc.status_code not in (400, 422):
+            return None
+        detail = f"{_error_detail(exc.body)} {exc.message}"
+        return next((name for name in extra_body if name in SERVER_SPECIFIC and name in detail), None)
+
     async def complete(self, *, model: str, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]], thinking: bool) -> Reply:
-        """One chat completion.
+        """One chat completion, retried as the class says.
 
         Args:
             model: The served model name (`--model`).
@@ -213,37 +305,48 @@ class ChatClient:
             thinking: False adds `chat_template_kwargs.enable_thinking = false` to the request.
 
         Raises:
-            ApiFailure: The request failed after the SDK's retries (status None when no response came).
+            ApiFailure: The request failed for good (status None when no response came;
+                `timed_out` when the deadline passed).
         """
         options: dict[str, Any] = {}
         if self.config.max_tokens is not None:
             options["max_tokens"] = self.config.max_tokens
         if self.config.temperature is not None:
             options["temperature"] = self.config.temperature
-        # vLLM's tool parsers read the special tokens; the server must not strip them.
-        extra_body: dict[str, Any] = {"skip_special_tokens": False}
-        if not thinking:
-            extra_body.update(THINKING_OFF)
-        try:
-            response = await self._client.chat.completions.create(
-                model=model, messages=list(messages), tools=list(tools), tool_choice="auto", extra_body=extra_body, **options,
-            )
-        except openai.APITimeoutError:
-            raise ApiFailure(
-                f"API Error: Request timed out: no reply from {self.config.identity} within {self.config.timeout_s:g}s "
-                f"({self.config.max_retries} retries)", None,
-            ) from None
-        except openai.APIConnectionError as exc:
-            cause = exc.__cause__ or exc
-            raise ApiFailure(
-                f"API Error: Connection error: could not reach {self.config.identity} ({self._safe(str(cause) or type(cause).__name__)})",
-                None,
-            ) from None
-        except openai.APIStatusError as exc:
-            detail = self._safe(_error_detail(exc.body) or exc.response.reason_phrase or "")
-            raise ApiFailure(f"API Error: {exc.status_code} {detail}".rstrip(), exc.status_code) from None
-        except openai.OpenAIError as exc:
-            raise ApiFailure(f"API Error: {self._safe(str(exc))}", None) from None
+        retries: list[dict[str, Any]] = []
+        started_at, clock = _now(), time.monotonic()
+        while True:
+            # vLLM's tool parsers read the special tokens; the server must not strip them.
+            extra_body: dict[str, Any] = {"skip_special_tokens": False}
+            if not thinking:
+                extra_body.update(THINKING_OFF)
+            extra_body = {key: value for key, value in extra_body.items() if key not in self.dropped}
+            try:
+                with anyio.fail_after(self.config.timeout_s):
+                    response = await self._client.chat.completions.create(
+                        model=model, messages=list(messages), tools=list(tools), tool_choice="auto", extra_body=extra_body,
+                        **options,
+                    )
+                break
+            except (openai.OpenAIError, TimeoutError) as exc:
+                named = self._named_parameter(exc, extra_body)
+                if named is not None:
+                    self.dropped.add(named)
+                    if self.on_drop is not None:
+                        self.on_drop(named, self._failure(exc).message)
+                    continue
+                failure = self._failure(exc)
+                retryable = not failure.timed_out and (failure.status is None or failure.status in RETRYABLE_STATUSES)
+                if not retryable or len(retries) >= self.config.max_retries:
+                    failure.retries = tuple(retries)
+                    raise failure from None
+                response_obj = getattr(exc, "response", None)
+                wait = _retry_after(response_obj) if response_obj is not None else None
+                wait = min(wait if wait is not None else _BACKOFF_S[min(len(retries), len(_BACKOFF_S) - 1)], _MAX_WAIT_S)
+                retries.append({"status": failure.status, "wait_s": round(wait, 3), "error": failure.message})
+                if self.on_retry is not None:
+                    self.on_retry(failure.status, wait, failure.message)
+                await self._sleep(wait)
         if not response.choices:
             raise ApiFailure(f"API Error: the reply from {self.config.identity} has no choices", None)
         choice = response.choices[0]
@@ -256,4 +359,7 @@ class ChatClient:
             model=response.model or model,
             finish_reason=choice.finish_reason,
             usage=_usage(response.usage),
+            started_at=started_at,
+            duration_ms=int((time.monotonic() - clock) * 1000),
+            retries=tuple(retries),
         )

@@ -81,6 +81,8 @@ class Outcome:
         after: The screen after the action (the one before it when nothing was done).
         acted: Whether a device action reached the server (only then can the screen change).
         answer: `task_complete`'s answer; None for every other tool.
+        coerced: A sentence per argument accepted only after conversion (`index "2"` read as 2),
+            for the loop to report.
     """
 
     sentence: str
@@ -88,15 +90,47 @@ class Outcome:
     after: UiTree
     acted: bool = False
     answer: str | None = None
+    coerced: tuple[str, ...] = ()
 
 
 class CallRejected(Exception):
     """A call the executor will not perform; the message is the sentence for the model."""
 
 
-def action_key(call: ParsedCall) -> str:
-    """What makes two calls the same action: the tool and its arguments (self-undo detection)."""
-    return call.name + json.dumps(call.arguments, sort_keys=True, ensure_ascii=False, default=str)
+def action_key(call: ParsedCall, before: UiTree | None = None) -> str:
+    """What makes two calls the same action (self-undo detection): the tool, its arguments, and what was tapped.
+
+    An index names a different element on each screen, so it is replaced by the element it named
+    on `before`: its resource id, class, text, label (first text), description and bounds (not
+    its checked state or its summary, which the tap itself changes). "Navigate up" at index 1 is then not the row at index 1 that
+    opened the submenu.
+    """
+    arguments: dict[str, Any] = dict(call.arguments)
+    if before is not None and "index" in arguments:
+        try:
+            element = before.element(_index(arguments["index"]))
+        except (CallRejected, TreeError):
+            pass
+        else:
+            node = element.node
+            # A row's own text is often empty: its label is its first text (a summary below it,
+            # "Wi-Fi off", changes with the very state a self-undo flips, so it is left out).
+            label = element.texts[0] if element.texts else element.context
+            arguments["index"] = {"resource_id": node.resource_id, "class": node.class_name, "text": node.text,
+                                  "label": label, "content_desc": node.content_desc, "bounds": list(node.bounds)}
+    return call.name + json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def coercion(name: str, value: Any) -> str | None:
+    """The sentence for an index that arrived as something other than an integer, or None."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return None
+    try:
+        number = _index(value)
+    except CallRejected:
+        return None
+    kind = "a string" if isinstance(value, str) else type(value).__name__
+    return f"{name} {json.dumps(value)} ({kind}) was read as the integer {number}"
 
 
 def _check_arguments(call: ParsedCall) -> None:
@@ -156,13 +190,14 @@ class Executor:
             if call.name == COMPLETE_TOOL:
                 answer = _text("answer", call.arguments["answer"])
                 return Outcome("task_complete: the episode ends with your answer", False, before, answer=answer)
+            coerced = tuple(note for note in [coercion("index", call.arguments.get("index"))] if note)
             done = await self._act(call, before)
         except (CallRejected, TreeError) as exc:
             return Outcome(str(exc), True, before)
         except DeviceCallFailed as exc:
             # The action reached the server: the screen may have moved all the same, so look again.
-            return Outcome(str(exc), True, await self._look(before), acted=True)
-        return Outcome(done, False, await self._look(before), acted=True)
+            return Outcome(str(exc), True, await self._look(before), acted=True, coerced=coerced)
+        return Outcome(done, False, await self._look(before), acted=True, coerced=coerced)
 
     async def _look(self, before: UiTree) -> UiTree:
         try:

@@ -8,12 +8,19 @@ Recovered shapes (`recovered_from`):
 
 * `glm45`: GLM-4.5/4.7 `<tool_call>NAME\\n<arg_key>K</arg_key>\\n<arg_value>V</arg_value></tool_call>`,
   also without the closing tag or the newline after the name;
+* `hermes`: Hermes/Qwen `<tool_call>{"name": ..., "arguments": {...}}</tool_call>` (also unclosed);
 * `unterminated-json`: a call object cut off before its closing braces, such as
   `[tap]\\n{"tool": "tap", "parameters": {"index": 1}`;
 * `fenced-json`: a call object inside a ```json fence;
 * `json-in-text`: a call object as the content, or with prose before or after it;
 * `arguments-repaired`, `arguments-double-encoded`: a native call whose `arguments` string was
   cut off, or was a JSON string holding the JSON object.
+
+A call inside `<tool_call>` markup is a call whatever tool it names (the executor answers an
+unknown one "no such tool", as it answers a native one); a bare JSON object in prose is taken
+for a call only when it names a known tool. What was recovered is cut out of the content, so no
+stray markup goes back to the model. `split_thinking` turns `<think>` blocks left in the content
+(no reasoning parser) into reasoning: an unclosed one makes the rest of the reply reasoning.
 """
 
 from __future__ import annotations
@@ -62,11 +69,53 @@ class ParsedReply:
     calls: tuple[ParsedCall, ...] = ()
     content: str = ""
     problems: tuple[str, ...] = field(default_factory=tuple)
+    bad_calls: tuple[BadCall, ...] = ()
 
 
 def _excerpt(text: str) -> str:
     flat = text.strip()
     return flat if len(flat) <= _EXCERPT_CHARS else flat[: _EXCERPT_CHARS - 1] + "…"
+
+
+@dataclass(frozen=True)
+class BadCall:
+    """A native tool call that could not be decoded: its id (for the tool message), its name and the sentence for the model."""
+
+    id: str | None
+    name: str
+    sentence: str
+    raw: str = ""
+
+
+def split_thinking(text: str) -> tuple[str, str, bool]:
+    """Content that may hold `<think>` blocks -> (the thinking text, the visible rest, whether a `<think>` never closed).
+
+    What vLLM without a reasoning parser, or llama.cpp with `--reasoning-format none`, leave in
+    `content`. A `</think>` without its opening tag (the template opened it) ends the thinking.
+    """
+    text = text or ""
+    thoughts: list[str] = []
+    if "</think>" in text and "<think>" not in text.split("</think>", 1)[0]:
+        before, text = text.split("</think>", 1)
+        thoughts.append(before)
+    visible: list[str] = []
+    unclosed = False
+    position = 0
+    while True:
+        opened = text.find("<think>", position)
+        if opened < 0:
+            visible.append(text[position:])
+            break
+        visible.append(text[position:opened])
+        closed = text.find("</think>", opened)
+        if closed < 0:
+            thoughts.append(text[opened + len("<think>"):])
+            unclosed = True
+            break
+        thoughts.append(text[opened + len("<think>"):closed])
+        position = closed + len("</think>")
+    thinking = "\n\n".join(part.strip() for part in thoughts if part.strip())
+    return thinking, "".join(visible).replace("</think>", ""), unclosed
 
 
 def strip_reasoning(text: str) -> str:
@@ -192,23 +241,50 @@ def _typed_value(raw: str, schema: Mapping[str, Any] | None) -> Any:
         return value
 
 
-def _glm_calls(text: str, known: Collection[str], schemas: Mapping[str, Mapping[str, Any]]) -> tuple[list[ParsedCall], str]:
+def _glm_call(body: str, schemas: Mapping[str, Mapping[str, Any]]) -> tuple[str, dict[str, Any]] | None:
+    first_arg = body.find("<arg_key>")
+    name = (body if first_arg < 0 else body[:first_arg]).strip()
+    if not name or not re.fullmatch(r"[A-Za-z_][\w.-]*", name):
+        return None
+    properties = (schemas.get(name) or {}).get("properties") or {}
+    arguments = {
+        arg.group("key").strip(): _typed_value(arg.group("value"), properties.get(arg.group("key").strip()))
+        for arg in _GLM_ARG.finditer(body)
+    }
+    return name, arguments
+
+
+def _hermes_call(body: str) -> tuple[str, dict[str, Any]] | None:
+    obj, _, _ = _decode_object(body)
+    if obj is None:
+        return None
+    if isinstance(obj.get("function"), Mapping):
+        obj = obj["function"]
+    name = next((obj[key] for key in _NAME_KEYS if isinstance(obj.get(key), str)), None)
+    if not name:
+        return None
+    found = _call_from_object(obj, (name,), None)
+    return found
+
+
+def _tagged_calls(text: str, schemas: Mapping[str, Mapping[str, Any]]) -> tuple[list[ParsedCall], str]:
+    """Calls inside `<tool_call>` markup (GLM or Hermes bodies), whatever tool they name; the content without them."""
     calls: list[ParsedCall] = []
+    kept: list[str] = []
+    position = 0
     for match in _GLM_CALL.finditer(text):
-        body = match.group("body")
-        first_arg = body.find("<arg_key>")
-        name = (body if first_arg < 0 else body[:first_arg]).strip()
-        if name not in known:
+        body = match.group("body").strip()
+        if body.startswith("{"):
+            found, kind = _hermes_call(body), "hermes"
+        else:
+            found, kind = _glm_call(body, schemas), "glm45"
+        if found is None:
             continue
-        properties = (schemas.get(name) or {}).get("properties") or {}
-        arguments = {
-            arg.group("key").strip(): _typed_value(arg.group("value"), properties.get(arg.group("key").strip()))
-            for arg in _GLM_ARG.finditer(body)
-        }
-        calls.append(ParsedCall(name, arguments, "glm45", _excerpt(match.group(0))))
-    first = text.find("<tool_call>")
-    content = text[:first] if calls and first >= 0 else text
-    return calls, content
+        calls.append(ParsedCall(found[0], found[1], kind, _excerpt(match.group(0))))
+        kept.append(text[position : match.start()])
+        position = match.end()
+    kept.append(text[position:])
+    return calls, ("".join(kept) if calls else text)
 
 
 def _json_calls(text: str, known: Collection[str]) -> tuple[list[ParsedCall], str]:
@@ -239,7 +315,8 @@ def recover_from_text(text: str, known: Collection[str], schemas: Mapping[str, M
 
     Args:
         text: The reply's content.
-        known: The tool names the model was given; other names are never taken for calls.
+        known: The tool names the model was given; a bare JSON object naming another tool is not a
+            call (inside `<tool_call>` markup it is, and the executor refuses it).
         schemas: Tool name -> JSON Schema of its arguments (decides GLM value types).
 
     Returns:
@@ -247,7 +324,7 @@ def recover_from_text(text: str, known: Collection[str], schemas: Mapping[str, M
     """
     try:
         visible = strip_reasoning(text or "")
-        calls, content = _glm_calls(visible, known, schemas or {})
+        calls, content = _tagged_calls(visible, schemas or {})
         if not calls:
             calls, content = _json_calls(visible, known)
         return ParsedReply(tuple(calls), content.strip())
@@ -270,10 +347,13 @@ def parse_reply(
         schemas: Tool name -> argument schema.
 
     Returns:
-        The calls, the prose, and a sentence per native call that could not be decoded.
+        The calls, the prose, and a sentence per native call that could not be decoded (also as
+        `bad_calls`, with the call's id so the model is answered on that call). Text is searched
+        for calls only when no native entry came.
     """
     calls: list[ParsedCall] = []
     problems: list[str] = []
+    bad: list[BadCall] = []
     for entry in tool_calls or []:
         try:
             if entry.get("type", "function") != "function":
@@ -282,14 +362,18 @@ def parse_reply(
             name = str(function.get("name") or "")
             arguments, repaired = _decode_arguments(function.get("arguments"))
             if arguments is None:
-                problems.append(f"the arguments of your {name or 'unnamed'} call are not a JSON object: {_excerpt(str(function.get('arguments')))}")
+                sentence = f"the arguments of your {name or 'unnamed'} call are not a JSON object: {_excerpt(str(function.get('arguments')))}"
+                problems.append(sentence)
+                bad.append(BadCall(entry.get("id"), name or "unknown", sentence, _excerpt(str(function.get("arguments")))))
                 continue
             raw = _excerpt(str(function.get("arguments") or "")) if repaired else ""
             calls.append(ParsedCall(name, arguments, repaired, raw, entry.get("id")))
         except Exception as exc:  # noqa: BLE001 - a malformed entry is the model's problem, not a crash
-            problems.append(f"a tool call could not be read: {exc!r}")
+            sentence = f"a tool call could not be read: {exc!r}"
+            problems.append(sentence)
+            bad.append(BadCall(entry.get("id") if isinstance(entry, Mapping) else None, "unknown", sentence))
     text = content or ""
-    if calls:
-        return ParsedReply(tuple(calls), strip_reasoning(text).strip(), tuple(problems))
+    if calls or bad:
+        return ParsedReply(tuple(calls), strip_reasoning(text).strip(), tuple(problems), tuple(bad))
     recovered = recover_from_text(text, known, schemas)
     return ParsedReply(recovered.calls, recovered.content, tuple(problems) + recovered.problems)

@@ -4,7 +4,7 @@ One row per tool call in stream order: name, arguments, a short excerpt of the r
 text one click away in `<page>_files/`), its duration when the run has a timing sidecar,
 stumbles and recoveries marked, and the screenshot the built-in server took after it. The
 agent's own reports of recoveries and retries (agentbench-agent) are rows of their own, in
-place. Everything shown is scrubbed of secrets, as result.json is.
+place, and so is each of its model calls (duration, tokens, finish reason, retries). Everything shown is scrubbed of secrets, as result.json is.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ from pytest_agentbench.servers.screenshots import CallShot, pair_calls
 INLINE_CHARS = 600
 INLINE_LINES = 12
 #: Agent reports shown as rows of their own: what an agent repaired or asked again.
-REPORT_ROWS = frozenset({"recovery", "retry", "action-error"})
+REPORT_ROWS = frozenset({"recovery", "retry", "action-error", "extra-call", "model-call", "api-retry",
+                         "parameter-dropped", "usage-unknown"})
 _PATTERN_DETAIL = re.compile(r"^('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\") in result: ")
 
 
