@@ -12,3 +12,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "claude_cli: runs the real Claude Code CLI against the fake Anthropic API (slow, a few seconds each)"
     )
+    # tests/conftest.py marks them; `-m "not e2e"` is the quick subset for local iteration.
+    config.addinivalue_line(
+        "markers", "e2e: starts pytest sessions, a real adb server, a simulated phone, Claude Code or a browser (slow)"
+    )

@@ -128,3 +128,25 @@ def every_result_reads_back_to_itself() -> Iterator[list[Path]]:
         RunResult.write = original  # type: ignore[method-assign]
     if differing:
         pytest.fail("result.json documents that do not read back to themselves:\n  " + "\n  ".join(differing), pytrace=False)
+
+
+#: Fixtures that start something heavy: a pytest session, a real adb server, a simulated phone behind it.
+E2E_FIXTURES = frozenset({"pytester", "module_adb_server", "private_adb_server", "private_adb", "adb_server"})
+#: Modules whose tests run whole sessions, real servers, the real Claude Code CLI or a browser
+#: through helpers of their own rather than through those fixtures.
+E2E_MODULES = frozenset({
+    "test_baseline_e2e", "test_claude_cli", "test_device_adb", "test_device_checks_e2e", "test_harness_problems",
+    "test_html_browser", "test_jobs_e2e", "test_mcp_server", "test_mobile_mcp", "test_model_agent_e2e",
+    "test_model_episode_e2e", "test_observe_economy", "test_postrun_daemon", "test_repeats_e2e", "test_replay",
+    "test_rerender", "test_rerender_faults", "test_run_e2e", "test_run_faults", "test_runner", "test_sandbox",
+    "test_scale_out", "test_shutdown", "test_sim_acceptance", "test_sim_fleet", "test_sim_root_cli",
+    "test_sim_transport", "test_warm",
+})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the end-to-end tests `e2e`, so `pytest tests/ -m "not e2e"` is the quick subset for local iteration."""
+    for item in items:
+        module = item.path.stem
+        if "adversarial" in item.path.parts or module in E2E_MODULES or E2E_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.e2e)
