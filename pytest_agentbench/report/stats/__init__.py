@@ -50,6 +50,7 @@ from pytest_agentbench.report.stats.repeats import (
     MetricSummary,
     Cause,
     RunOutcome,
+    SHOWN_K,
     SessionStats,
     Status,
     SuiteStats,
@@ -58,6 +59,7 @@ from pytest_agentbench.report.stats.repeats import (
     pass_hat_k,
     quantile,
     session_stats,
+    shown_k,
     suite_stats,
     summarize,
 )
@@ -80,6 +82,8 @@ from pytest_agentbench.report.stats.text import (
 
 __all__ = [
     "CAUSES",
+    "SHOWN_K",
+    "shown_k",
     "Cause",
     "could_detect",
     "detectable_differences",

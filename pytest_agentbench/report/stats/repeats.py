@@ -145,6 +145,19 @@ def pass_hat_k(n: int, c: int, k: int) -> float | None:
     return max(0.0, product)
 
 
+#: The k shown beside pass@1 in the terminal and on the HTML page (every k is in the JSON).
+SHOWN_K = 3
+
+
+def shown_k(runs_per_suite: Sequence[int]) -> int:
+    """The one k every report shows pass@k and pass^k for: 3, or the most runs any suite had when fewer.
+
+    One k for the whole session, so suites are comparable column by column; a suite with fewer
+    judged runs than k shows n/a rather than a value over a different k.
+    """
+    return max(1, min(SHOWN_K, max(runs_per_suite, default=1)))
+
+
 def quantile(values: Sequence[float], q: float) -> float | None:
     """The ``q`` quantile by linear interpolation between order statistics (numpy's default, R type 7).
 
