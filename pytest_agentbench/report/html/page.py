@@ -86,7 +86,7 @@ def statistics_view(statistics: Mapping[str, Any]) -> tuple[list[dict[str, Any]]
         incomplete = int(block.get("incomplete") or 0)
         rows.append({
             "suite": str(suite), "runs": block.get("runs", 0), "passed": block.get("passed", 0), "failed": block.get("failed", 0),
-            "incomplete": f"{incomplete} ({agent})", "judged": judged, "rate": _pct(block.get("rate")),
+            "incomplete": f"{incomplete} ({agent} agent)" if agent else str(incomplete), "judged": judged, "rate": _pct(block.get("rate")),
             "interval": "–" if low is None else f"[{_pct(low)}, {_pct(high)}]",
             "pass_at_1": _estimate(pass_at, 1, judged),
             "pass_at": _estimate(pass_at, k, judged),

@@ -38,11 +38,15 @@ def interval_percent(interval: Interval) -> str:
 
 
 def format_incomplete(incomplete: int, agent: int = 0) -> str:
-    """``3 incomplete (1 the agent's, counted as not passed; 2 the harness's, left out)``; empty when none."""
+    """``3 incomplete (1 the agent's, counted as not passed; 2 the harness's, left out)``; empty when none.
+
+    Without an agent-caused one it is ``2 incomplete``: every one the harness's, outside the rate
+    (the legend and docs/statistics.md say so).
+    """
     if not incomplete:
         return ""
     if not agent:
-        return f"{incomplete} incomplete (the harness's, left out)"
+        return f"{incomplete} incomplete"
     harness = incomplete - agent
     if not harness:
         return f"{incomplete} incomplete (the agent's, counted as not passed)"
