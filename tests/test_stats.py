@@ -916,3 +916,20 @@ def test_no_printed_rate_lacks_its_n_and_interval():
             for match in re.finditer(r"(\d+|[<>]\d+)%", line):
                 assert re.search(r"\d+/\d+ passed \(", line) and "CI" in line, line
     assert isinstance(cases[0], Comparison) and isinstance(cases[0].interval, Interval)
+
+
+@pytest.mark.parametrize("paired", [False, True], ids=["fisher", "mcnemar"])
+def test_large_samples_use_an_approximation_within_two_points_of_the_exact_power(paired):
+    from pytest_agentbench.report.stats import power
+
+    for p_a, p_b in ((0.6, 0.45), (0.8, 0.7), (0.5, 0.6)):
+        exact = power.exact_power(p_a, p_b, 200, 200, paired=paired)
+        if paired:
+            approximate = power._approximate_mcnemar_power(p_a * (1 - p_b), p_b * (1 - p_a), 200, 0.05)
+        else:
+            approximate = power._approximate_fisher_power(p_a, p_b, 200, 200, 0.05)
+        assert approximate == pytest.approx(exact, abs=0.02)
+    # Above the limits the approximation is what exact_power returns.
+    assert power.exact_power(0.6, 0.45, 201, 201, paired=paired) == pytest.approx(
+        power._approximate_mcnemar_power(0.6 * 0.55, 0.45 * 0.4, 201, 0.05) if paired
+        else power._approximate_fisher_power(0.6, 0.45, 201, 201, 0.05))
