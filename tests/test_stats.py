@@ -53,6 +53,7 @@ from pytest_agentbench.report.stats import (
     runs_needed,
     session_stats,
     suite_stats,
+    suite_mean_newcombe,
     suite_mean_wilson,
     summarize,
     t_quantile,
@@ -424,7 +425,7 @@ def test_the_session_interval_covers_the_mean_over_suites_in_a_seeded_simulation
     assert covered / 400 >= 0.93
 
 
-def test_the_pooled_floor_leaves_a_wider_clustered_interval_alone():
+def test_the_suite_mean_floor_leaves_a_wider_clustered_interval_alone():
     counts = [(7, 3, 0), (6, 4, 0), (5, 5, 2), (8, 2, 0), (6, 4, 0)]
     session = session_stats([suite_stats(f"s{i}", outcomes(*c)) for i, c in enumerate(counts)])
     low, high = sp.binomtest(32, 50).proportion_ci(0.95, method="wilson")
@@ -825,7 +826,21 @@ def test_compare_sessions_per_suite_overall_and_clustered():
     )
 
 
-def test_a_mean_difference_of_suites_that_agree_gets_the_pooled_interval_not_a_zero_width_one():
+def test_a_mean_difference_floor_is_an_interval_for_the_mean_of_suite_differences():
+    # Nine small suites gain 50 points, one big suite 0: the mean difference is +45, while the
+    # pooled runs (dominated by the big suite) would centre near +2.
+    a = {f"s{i}": outcomes(1, 1) for i in range(9)} | {"big": outcomes(600, 400)}
+    b = {f"s{i}": outcomes(2, 0) for i in range(9)} | {"big": outcomes(600, 400)}
+    result = compare_sessions(a, b)
+    assert result.mean_difference == pytest.approx(0.45)
+    floor = suite_mean_newcombe([0.5] * 9 + [0.6], [2] * 9 + [1000], [1.0] * 9 + [0.6], [2] * 9 + [1000])
+    assert floor.contains(0.45) and not result.overall.interval.contains(0.45)
+    interval = result.mean_difference_interval
+    assert interval.low <= floor.low and interval.high >= floor.high and interval.contains(0.45)
+
+
+def test_a_mean_difference_of_suites_that_agree_gets_the_suite_mean_interval_not_a_zero_width_one():
+    # With equal run counts the suite-mean interval is the pooled one.
     # Every suite moves from 2/4 to 4/4: the per-suite differences agree, their clustered interval is [50, 50].
     a = {name: outcomes(2, 2) for name in ("s1", "s2", "s3")}
     b = {name: outcomes(4, 0) for name in ("s1", "s2", "s3")}
