@@ -380,3 +380,4 @@ def test_the_repeats_table_counts_the_agents_incomplete_runs_in_the_rate(tmp_pat
     assert (block["passed"], block["judged"], block["incomplete"], block["incompleteAgent"], block["rate"]) == (5, 10, 5, 5, 0.5)
     page = _dom(write_html_report({"runs": runs}, tmp_path / "agent.html", environ={}))
     assert '<td class="num">5 (5 agent)</td><td class="num">10</td><td class="num">50%</td>' in page
+    assert "5 incomplete (5 the agent's, counted as not passed)" in page

@@ -181,6 +181,8 @@ def page_values(document: Mapping[str, Any], *, assets: Assets, environ: Mapping
         "generated_at": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
         "started_at": str(document.get("startedAt") or ""), "finished_at": str(document.get("finishedAt") or ""),
         "counts": counts, "total": sum(counts.values()),
+        "incomplete_agent": sum(1 for run in runs if verdict_status(run) == "incomplete"
+                                and (run.get("verdict") or {}).get("incompleteCause") == "agent"),
         "rows": session_rows(runs),
         "unrecorded": [{"nodeid": str(u.get("nodeid") or ""), "suite": str(u.get("suite") or ""),
                         "reason": str(u.get("reason") or "")} for u in unrecorded],
