@@ -55,6 +55,22 @@ class SuiteFile(pytest.File):
         return super().repr_failure(excinfo, style)
 
 
+def failure_text(error: AgentbenchError, tbstyle: str) -> str:
+    """A failed run as pytest prints it, once, shortened the way `--tb` asks.
+
+    A failed verdict's message is its reasons, a blank line, then the run's report: `--tb=line`
+    keeps the first line, `--tb=short` the reasons, `--tb=no` nothing; the default keeps it all.
+    """
+    text = str(error)
+    if tbstyle == "no":
+        return ""
+    if tbstyle == "line":
+        return text.splitlines()[0] if text else text
+    if tbstyle == "short":
+        return text.split("\n\n", 1)[0]
+    return text
+
+
 def instance_properties(suite: Suite) -> list[tuple[str, str]]:
     """The user properties naming a run's suite and seeded instance (JUnit properties, survive xdist)."""
     properties = [(SUITE_PROPERTY, suite.name)]
@@ -124,7 +140,7 @@ class SuiteItem(pytest.Item):
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, AgentbenchError):
-            return str(excinfo.value)
+            return failure_text(excinfo.value, self.config.option.tbstyle)
         return super().repr_failure(excinfo, style)
 
     def _repr_failure_py(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
@@ -190,7 +206,7 @@ class SavedRunItem(pytest.Item):
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, AgentbenchError):
-            return str(excinfo.value)
+            return failure_text(excinfo.value, self.config.option.tbstyle)
         return super().repr_failure(excinfo, style)
 
     def reportinfo(self) -> tuple[Path, int, str]:

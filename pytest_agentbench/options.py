@@ -9,12 +9,14 @@ from pathlib import Path
 import pytest
 
 from pytest_agentbench.device.selection import parse_device_option
+from pytest_agentbench.run.confine import SandboxMode, resolve_mode
 from pytest_agentbench.suite.params import DEFAULT_SEED, parse_seed
 
 DEFAULT_OUTPUT = "scratch/agent-benchmarks"
 DEFAULT_CLAUDE = "claude"
 DEFAULT_SERVER = "agentbench"
 DEFAULT_SUITE_DIRS = ("suites",)
+SANDBOX_CHOICES = ("auto", "on", "off")
 
 # Help texts start with a capital letter and, when a single phrase, end without a period.
 
@@ -134,6 +136,11 @@ def add_options(parser: pytest.Parser) -> None:
         "--agentbench-prove", dest="agentbench_prove", action="store_true", default=False,
         help="Prove every suite's checks with its prove: scenarios (pass, fail, fresh state) and no agent",
     )
+    group.addoption(
+        "--agentbench-sandbox", dest="agentbench_sandbox", choices=SANDBOX_CHOICES, default="auto",
+        help="Confine the agent in an OS sandbox (bubblewrap, docs/isolation.md): auto = where it works, "
+             "on = stop if it cannot be had, off = unconfined (recorded and flagged). Default: auto",
+    )
     parser.addini("agentbench_output", help="Artifact root for run directories, relative to the rootdir", default=DEFAULT_OUTPUT)
     parser.addini(
         "agentbench_suite_dirs", type="args", default=list(DEFAULT_SUITE_DIRS),
@@ -176,6 +183,8 @@ class AgentbenchOptions:
     compare_path: Path | None = None
     html_path: Path | None = None
     prove: bool = False
+    #: The resolved `--agentbench-sandbox` (`run.confine.SandboxMode`); None: unconfined (options built by hand).
+    sandbox: SandboxMode | None = None
 
     @property
     def screenshots(self) -> bool:
@@ -220,7 +229,17 @@ class AgentbenchOptions:
         if prove and (dry_run or record_baseline or config.getoption("agentbench_from_result") or repeat > 1):
             raise pytest.UsageError("--agentbench-prove drives the device without an agent: it cannot be combined with "
                                     "--agentbench-dry-run, --agentbench-record-baseline, --agentbench-from-result or --agentbench-repeat")
+        requested = config.getoption("agentbench_sandbox") or "auto"
+        if dry_run or prove or config.getoption("agentbench_from_result"):
+            # No agent runs: nothing to confine, and no probe.
+            sandbox = SandboxMode("off", requested, reason="no agent runs in this session")
+        else:
+            try:
+                sandbox = resolve_mode(requested)
+            except ValueError as exc:
+                raise pytest.UsageError(str(exc)) from None
         return cls(
+            sandbox=sandbox,
             device=config.getoption("agentbench_device"),
             model=config.getoption("agentbench_model"),
             claude=config.getoption("agentbench_claude") or DEFAULT_CLAUDE,

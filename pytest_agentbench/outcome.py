@@ -109,7 +109,10 @@ def publish_outcome(item: pytest.Item, result: RunResult, *, result_path: Path |
     path = result_path or result.run_dir / "result.json"
     item.user_properties.append((RESULT_PROPERTY, str(path)))
     text = render_text_report(result.to_json(), current_scoring_code=scoring_code_digest())
-    item.add_report_section("call", "agentbench report", text)
+    if status != "failed":
+        # A failed run's report is its failure text (printed once, shortened by --tb); the others
+        # keep it as a section, shown with -rA like any passing test's output.
+        item.add_report_section("call", "agentbench report", text)
     if result.transcript_tail:
         item.add_report_section("call", "agent transcript", result.transcript_tail)
     reasons = "; ".join(result.verdict.reasons) or "no reason recorded"

@@ -166,6 +166,10 @@ class AgentbenchSession:
         if self.results:
             terminalreporter.write_line("")
             terminalreporter.write_line(render_summary_table(self.results, width=width))
+        unconfined = unconfined_line(self.results)
+        if unconfined:
+            terminalreporter.write_line("")
+            terminalreporter.write_line(fit(unconfined, width), yellow=True, bold=True)
         if self.config.get_verbosity() > 0 and self.results:
             terminalreporter.write_line("")
             terminalreporter.write_line(render_verbose_details(self.results, width=width))
@@ -175,6 +179,16 @@ class AgentbenchSession:
         if comparison is not None:
             terminalreporter.write_sep("-", "agentbench comparison")
             terminalreporter.write_line(render_comparison(comparison, width=width))
+
+
+def unconfined_line(results: list[dict]) -> str | None:
+    """The summary's warning when runs were not confined (`sandbox.mode` off), with why; None when every run was."""
+    off = [result for result in results if (result.get("sandbox") or {}).get("mode") == "off"]
+    if not off:
+        return None
+    reasons = sorted({(result.get("sandbox") or {}).get("reason") or "unknown" for result in off})
+    return (f"UNCONFINED: {len(off)} of {len(results)} runs ran without the sandbox ({'; '.join(reasons)}): "
+            "their agents could reach the device, the host and the suites directly (docs/isolation.md)")
 
 
 def _add_junit_properties(config: pytest.Config, properties: list[tuple[str, str]]) -> None:

@@ -118,6 +118,7 @@ result("")
     # A complete, successful-looking stream, then a non-zero exit status.
     "exit-nonzero": """
 answer(PARAMS["final"])
+sys.stderr.write("some progress\\ngiving up: the model endpoint refused the key\\n\\n")
 sys.exit(PARAMS.get("code", 3))
 """,
     # Lines that are not stream-json among valid ones.
@@ -206,7 +207,10 @@ name, client = relay_client()
 call(client, name, "toolu_1", "observe", {"device": serial()})
 # The server exits (and gives up its claim) once its stdin closes, as after a session.
 client.close()
-config = json.load(open(os.path.join(os.path.dirname(sys.argv[sys.argv.index("--mcp-config") + 1]), "mcp-servers.json")))
+# The harness's server config is in the run directory (the agent's --mcp-config is in its
+# workdir); this fake runs unconfined and finds it below the session's output root.
+import glob
+config = json.load(open(sorted(glob.glob(os.path.join(PARAMS["output"], "*", "*", "mcp-servers.json")))[-1]))
 (server,) = config["mcpServers"].values()
 env = dict(os.environ)
 env.update(server["env"])
@@ -248,7 +252,12 @@ result(PARAMS["final"])
     # Plays the suite's plan with agentbench-replay (a child, same stdout), then lingers after
     # its result event as Claude Code sometimes does, until the harness ends it.
     "replay-linger": """
-subprocess.run(["agentbench-replay", *sys.argv[1:]], input=prompt.encode("utf-8"), check=False)
+args = list(sys.argv[1:])
+if PARAMS.get("plan_text"):
+    with open("fake-agent-plan.yml", "w", encoding="utf-8") as plan_file:
+        plan_file.write(PARAMS["plan_text"])
+    args += ["--plan", "fake-agent-plan.yml"]
+subprocess.run(["agentbench-replay", *args], input=prompt.encode("utf-8"), check=False)
 if PARAMS.get("marker"):
     mark(PARAMS["marker"], pid=os.getpid(), pgid=os.getpgrp())
 time.sleep(PARAMS.get("linger_s", 600))
@@ -263,6 +272,11 @@ os.dup2(read_fd, 0)
 argv = ["agentbench-replay", *sys.argv[1:]]
 if PARAMS.get("plan"):
     argv += ["--plan", PARAMS["plan"]]
+elif PARAMS.get("plan_text"):
+    # A confined agent reads no plan from the project: the test bakes the plan into the agent.
+    with open("fake-agent-plan.yml", "w", encoding="utf-8") as plan_file:
+        plan_file.write(PARAMS["plan_text"])
+    argv += ["--plan", "fake-agent-plan.yml"]
 os.execvp(argv[0], argv)
 """,
 }
@@ -291,14 +305,18 @@ def write_agent(directory: Path, behaviour: str, **params: Any) -> Path:
     return _write_script(directory / f"fake-agent-{behaviour}", BODIES[behaviour], params)
 
 
-def write_dispatcher(directory: Path, behaviours: dict[str, Behaviour], *, bodies: dict[str, str] | None = None) -> Path:
+def write_dispatcher(directory: Path, behaviours: dict[str, Behaviour], *, project: Path | None = None,
+                     bodies: dict[str, str] | None = None) -> Path:
     """Write one fake agent that behaves per suite: `AGENTBENCH_SUITE` -> a Behaviour.
 
     `bodies` adds behaviours of the caller's own (name -> script body, run after the prelude).
     An unknown suite makes the agent exit 97 with a message on stderr (the run is incomplete).
+    With `project`, a `replay` behaviour gets its suite's plan (`benchmark/agent/plans/<suite>.yml`)
+    baked in: the harness stages plans only for `agentbench-replay` itself, and a confined agent
+    cannot read the project.
     """
     directory.mkdir(parents=True, exist_ok=True)
-    table = {suite: {"name": b.name, "params": b.params} for suite, b in behaviours.items()}
+    table = {suite: {"name": b.name, "params": _with_plan(b, suite, project)} for suite, b in behaviours.items()}
     dispatch = (
         f"TABLE = json.loads({json.dumps(table)!r})\n"
         f"BODIES = json.loads({json.dumps({**BODIES, **(bodies or {})})!r})\n"
@@ -312,18 +330,27 @@ def write_dispatcher(directory: Path, behaviours: dict[str, Behaviour], *, bodie
     return _write_script(directory / "fake-agent-dispatch", dispatch, {})
 
 
-def write_instance_agent(directory: Path, pattern: str, table: dict[str, Behaviour], default: Behaviour) -> Path:
+def _with_plan(behaviour: Behaviour, suite: str, project: Path | None) -> dict[str, Any]:
+    params = dict(behaviour.params)
+    plan = project / "benchmark" / "agent" / "plans" / f"{suite}.yml" if project is not None else None
+    if behaviour.name in ("replay", "replay-linger") and "plan" not in params and plan is not None and plan.is_file():
+        params["plan_text"] = plan.read_text(encoding="utf-8")
+    return params
+
+
+def write_instance_agent(directory: Path, pattern: str, table: dict[str, Behaviour], default: Behaviour, *,
+                         project: Path | None = None, suite: str = "") -> Path:
     """Write one fake agent that behaves per seeded instance: the prompt's first match of `pattern` -> a Behaviour.
 
     The suite puts a param (`{ref}`) into its prompt; the test draws the same instances with
     `params.instance_values` and decides here which of them pass, fail or end incomplete.
     """
     directory.mkdir(parents=True, exist_ok=True)
-    table_json = {key: {"name": b.name, "params": b.params} for key, b in table.items()}
+    table_json = {key: {"name": b.name, "params": _with_plan(b, suite, project)} for key, b in table.items()}
     dispatch = (
         "import re\n"
         f"TABLE = json.loads({json.dumps(table_json)!r})\n"
-        f"DEFAULT = json.loads({json.dumps({'name': default.name, 'params': default.params})!r})\n"
+        f"DEFAULT = json.loads({json.dumps({'name': default.name, 'params': _with_plan(default, suite, project)})!r})\n"
         f"BODIES = json.loads({json.dumps(BODIES)!r})\n"
         f"found = re.search({pattern!r}, prompt)\n"
         "chosen = TABLE.get(found.group(0) if found else '', DEFAULT)\n"
@@ -401,6 +428,13 @@ def make_project(root: Path, suites: dict[str, dict[str, Any]], *, template: str
         plan = (plans or {}).get(name, base_plan)
         (agent / "plans" / f"{name}.yml").write_text(yaml.safe_dump(plan, sort_keys=False), encoding="utf-8")
     return root
+
+
+#: Session arguments for fake agents that write markers into the test's directories or report
+#: their pids: a confined agent can do neither (the test's tmp dir is hidden, the PID namespace
+#: renumbers), so those tests of the runner's own process handling run unconfined; the
+#: confinement itself is tested in tests/test_sandbox.py and tests/adversarial/.
+UNCONFINED = ("--agentbench-sandbox", "off")
 
 
 def session_env(adb_port: int, claim_root: Path, **extra: str) -> dict[str, str]:

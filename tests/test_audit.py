@@ -68,13 +68,14 @@ def make_suite(
     )
 
 
-def node(text: str = "", *, content_desc: str = "", package: str = APP, resource_id: str = "") -> UiNode:
+def node(text: str = "", *, content_desc: str = "", package: str = APP, resource_id: str = "",
+         class_name: str = "android.widget.TextView") -> UiNode:
     return UiNode(
         index=0,
         text=text,
         content_desc=content_desc,
         resource_id=resource_id,
-        class_name="android.widget.TextView",
+        class_name=class_name,
         package=package,
         checkable=False,
         checked=False,
@@ -188,6 +189,9 @@ def test_a_clean_run_passes_with_every_check_recorded() -> None:
     [
         (ProcessOutcome(exit_code=None, timed_out=True, signal=None, wall_clock_seconds=600), "timed out after claude.timeoutSeconds=600s"),
         (ProcessOutcome(exit_code=1, timed_out=False, signal=None, wall_clock_seconds=3), "exited with code 1"),
+        (ProcessOutcome(exit_code=1, timed_out=False, signal=None, wall_clock_seconds=3,
+                        last_stderr_line="AGENTBENCH_OPENAI_BASE_URL is not set: point it at your server"),
+         "the agent exited with code 1: AGENTBENCH_OPENAI_BASE_URL is not set: point it at your server"),
         (ProcessOutcome(exit_code=None, timed_out=False, signal=signal.SIGKILL, wall_clock_seconds=3), "killed by SIGKILL"),
         (ProcessOutcome(exit_code=-9, timed_out=False, signal=9, wall_clock_seconds=3), "killed by SIGKILL"),
         (ProcessOutcome(exit_code=None, timed_out=False, signal=None, wall_clock_seconds=3), "exit status is unknown"),
@@ -197,6 +201,7 @@ def test_a_clean_run_passes_with_every_check_recorded() -> None:
     ids=[
         "a timeout is incomplete",
         "a non-zero exit is incomplete",
+        "a non-zero exit names the agent's last stderr line",
         "a kill by signal is incomplete",
         "a kill by signal with a negative exit code names the signal",
         "an unknown exit status is incomplete",
@@ -351,6 +356,44 @@ def test_answer_rule_decides_the_verdict(reply: str, status: str) -> None:
         assert audit.verdict.reasons[0].startswith("answer check failed: expected 'EXPECTED_COUNT: 3'; the reply ended with:")
 
 
+ALL_CODES = "\n".join(f"CODE_{n}: {n}" for n in range(100000, 101000)) + "\nEXPECTED_COUNT: 3"
+
+
+@pytest.mark.parametrize(
+    ("reply", "status", "reason"),
+    [
+        ("x" * 7980 + "\nEXPECTED_COUNT: 3", "passed", None),
+        (ALL_CODES, "failed", "answer check failed: the final answer is 20,017 characters, over the 8,000-character limit"),
+    ],
+    ids=["just-under-the-limit", "a-dump-of-candidates"],
+)
+def test_a_final_answer_over_the_size_limit_fails_every_answer_check(reply: str, status: str, reason: str | None) -> None:
+    audit = run_audit(stream=transcript(final_text=reply))
+    assert audit.verdict.status == status, audit.verdict.reasons
+    if reason:
+        assert audit.verdict.reasons[0].startswith(reason), audit.verdict.reasons
+        assert [c.name for c in audit.checks if not c.passed] == ["answer-size", "answer"]
+
+
+@pytest.mark.parametrize(
+    ("first", "later", "status", "reason"),
+    [
+        ("error_max_turns", "success", "incomplete", "the run ended in error_max_turns"),
+        ("success", "error_max_turns", "incomplete", "a later result event ended in error_max_turns"),
+        ("success", "success", "passed", None),
+    ],
+    ids=["error-then-success", "success-then-error", "success-twice"],
+)
+def test_the_first_result_decides_and_any_error_result_is_incomplete(first: str, later: str, status: str,
+                                                                     reason: str | None) -> None:
+    stream = transcript(result=result_event(first, is_error=first != "success"),
+                        later_results=(result_event(later, is_error=later != "success"),))
+    audit = run_audit(stream=stream)
+    assert audit.verdict.status == status, audit.verdict.reasons
+    if reason:
+        assert any(r.startswith(reason) for r in audit.verdict.reasons), audit.verdict.reasons
+
+
 def test_answer_falls_back_to_the_result_text() -> None:
     audit = run_audit(stream=transcript(final_text=None))
     assert audit.checks[1].passed
@@ -372,6 +415,11 @@ def test_answer_check_in_japanese_needs_a_standalone_word() -> None:
         ((node("expected count: 3"),), False),
         ((node("Expected count: 30"),), False),
         ((), False),
+        # issue 19 D: what the agent typed into a field is not what the app shows.
+        ((node("Expected count: 3", class_name="android.widget.EditText"),), False),
+        ((node("Expected count: 3", class_name="androidx.compose.ui.platform.ComposeView.TextField"),), False),
+        ((node("Expected count: 3", class_name="android.widget.EditText"), node("Expected count: 3")), True),
+        ((node("Email", content_desc="Expected count: 3", class_name="android.widget.EditText"),), True),
     ],
     ids=[
         "the app's text passes",
@@ -381,6 +429,10 @@ def test_answer_check_in_japanese_needs_a_standalone_word() -> None:
         "the screen is case-sensitive",
         "a longer number fails",
         "an empty screen fails",
+        "text typed into an EditText does not count",
+        "text typed into a text field does not count",
+        "the app's own text beside the field counts",
+        "an editable field's content-desc (the app's label) counts",
     ],
 )
 def test_screen_rule(nodes: tuple[UiNode, ...], passed: bool) -> None:
@@ -607,6 +659,8 @@ _TIMEOUT = ProcessOutcome(exit_code=None, timed_out=True, signal=None, wall_cloc
         ({"stream": transcript(result=None)}, "agent"),
         ({"stream": transcript(init=None)}, "agent"),
         ({"stream": transcript(unparseable=(UnparseableLine(3, "{", "invalid JSON"),))}, "agent"),
+        ({"stream": transcript(later_results=(result_event("error_max_turns", is_error=True),))}, "agent"),
+        ({"stream": transcript(later_results=(result_event(is_error=True, api_error_status=529),))}, "harness"),
         ({"process": ProcessOutcome(exit_code=None, timed_out=False, signal=None, wall_clock_seconds=0,
                                     stopped_because="the agent never started: no such program: claudex")}, "harness"),
         ({"process": ProcessOutcome(exit_code=None, timed_out=False, signal=None, wall_clock_seconds=3)}, "harness"),
@@ -621,7 +675,7 @@ _TIMEOUT = ProcessOutcome(exit_code=None, timed_out=True, signal=None, wall_cloc
     ],
     ids=[
         "timeout", "no output", "non-zero exit", "crash by signal", "budget cap", "turn cap", "no result",
-        "no init", "unparseable stream", "program never started", "exit status unknown", "server not connected",
+        "no init", "unparseable stream", "later error result", "later API error", "program never started", "exit status unknown", "server not connected",
         "no server in init", "model endpoint failing", "harness wins over agent", "device lost", "seals do not match",
         "tools not listed",
     ],
@@ -644,3 +698,79 @@ def test_passed_and_failed_verdicts_have_no_cause_and_old_documents_read_back_un
     assert Verdict.from_json(old).cause is None and Verdict.from_json(old).to_json() == old
     with pytest.raises(ValueError, match="incompleteCause"):
         Verdict("passed", (), "agent")
+
+
+# ----------------------------------------------------------------------------- the relay log as the evidence
+
+from pytest_agentbench.run.relaylog import RelayCall, RelayLog  # noqa: E402
+
+
+def relayed(tool: str, status: str = "ok", **arguments: object) -> RelayCall:
+    # The arguments `call()` gives its claims, unless told otherwise.
+    return RelayCall(server="agentbench", tool=tool, arguments=arguments or dict(call().input), request_id=1, status=status)
+
+
+def no_shell_suite() -> Suite:
+    suite = make_suite()
+    return dataclasses.replace(suite, verify=dataclasses.replace(suite.verify, no_shell=True))
+
+
+def relay_log(*calls: RelayCall, **changes: object) -> RelayLog:
+    return dataclasses.replace(RelayLog(declared_servers=("agentbench",), calls=calls, connections=1), **changes)
+
+
+def audit_with_relay(relay: RelayLog | None, stream: Transcript | None = None, *, no_shell: bool = False):
+    run = make_run(no_shell_suite() if no_shell else make_suite(), relay_log="relay.jsonl")
+    return audit_run(run, stream or transcript(tool_calls=(call(OBSERVE, id="t1", result="ok"),)), relay)
+
+
+def _call_with_input(name: str, id: str, **arguments: object) -> ToolCall:
+    return ToolCall(id=id, name=name, input=dict(arguments), result_text="ok", is_error=False)
+
+
+def test_tool_use_and_metrics_come_from_the_relay_log() -> None:
+    stream = transcript(tool_calls=(call(OBSERVE, id="t1", result="ok"),))
+    audit = audit_with_relay(relay_log(relayed("listDevices"), relayed("observe"), relayed("tapOn", "error")), stream)
+    assert audit.verdict.status == "passed", audit.verdict
+    assert audit.tool_sequence == ("listDevices", "observe", "tapOn")
+    assert (audit.metrics["toolCalls"], audit.metrics["mcpCalls"], audit.metrics["deviceAwareCalls"]) == (3, 3, 2)
+    # Tokens and cost stay the agent's own report.
+    assert audit.metrics["inputTokens"] == stream.result.usage["input_tokens"]
+
+
+def test_claimed_calls_without_relayed_ones_fail_device_use_and_the_transcript_check() -> None:
+    audit = audit_with_relay(relay_log())
+    assert audit.verdict.status == "failed"
+    assert audit.verdict.reasons[0] == "no successful call to a device-aware tool (no call to a device-aware tool)"
+    assert audit.verdict.reasons[1].startswith("the transcript does not match the relay log: mcp__agentbench__observe(")
+
+
+def test_a_bash_admission_counts_against_no_shell_even_behind_a_reused_id() -> None:
+    stream = transcript(tool_calls=(_call_with_input("Bash", "t1", command="adb shell id"), call(OBSERVE, id="t1", result="ok")))
+    audit = audit_with_relay(relay_log(relayed("observe")), stream, no_shell=True)
+    reasons = audit.verdict.reasons
+    assert audit.verdict.status == "failed" and any(r.startswith("shell use (verify.noShell): the run called Bash(") for r in reasons)
+    assert any("reuses the id of an earlier tool_use, Bash(" in r for r in reasons), reasons
+
+
+def test_a_relayed_shell_call_fails_no_shell() -> None:
+    run = make_run(no_shell_suite(), relay_log="relay.jsonl", shell_tools=frozenset({"mcp__agentbench__shell"}))
+    audit = audit_run(run, transcript(tool_calls=()), relay_log(relayed("observe"), relayed("shell", command="id")))
+    assert any(r.startswith("shell use (verify.noShell): the run called mcp__agentbench__shell(") for r in audit.verdict.reasons)
+
+
+@pytest.mark.parametrize(("relay", "reason"), [
+    (None, "the harness has no record of the MCP calls: the relay log relay.jsonl was not read"),
+    (RelayLog(unavailable="the relay log relay.jsonl cannot be read: No such file or directory"),
+     "the harness has no record of the MCP calls: the relay log relay.jsonl cannot be read: No such file or directory"),
+    (RelayLog(declared_servers=("agentbench",), server_failures=("agentbench: could not start `x`",)),
+     "the harness could not start the MCP server agentbench: could not start `x`"),
+])
+def test_a_run_without_usable_relay_evidence_is_incomplete(relay: RelayLog | None, reason: str) -> None:
+    audit = audit_with_relay(relay)
+    assert audit.verdict.status == "incomplete" and reason in audit.verdict.reasons, audit.verdict
+
+
+def test_a_run_saved_before_the_relay_is_audited_from_its_transcript() -> None:
+    audit = run_audit()
+    assert audit.verdict.status == "passed" and "transcript" not in {check.kind for check in audit.checks}

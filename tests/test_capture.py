@@ -126,7 +126,7 @@ class _Reclaim:
 
 
 class _Device:
-    """What read_post_run_screen uses of a ClaimedDevice: the take-back, its adb and serial."""
+    """What read_post_run_state uses of a ClaimedDevice: the take-back, its adb and serial."""
 
     def __init__(self, adb: PhoneAdb, readable: bool = True) -> None:
         self.adb, self.serial, self._readable = adb, "sim", readable
@@ -167,10 +167,11 @@ def _suite(screen_includes: tuple[str, ...]):
 )
 def test_the_post_run_read_saves_the_screen_for_every_suite(tmp_path: Path, screen_includes, readable, adb_class, snapshot, lost, files) -> None:
     from pytest_agentbench.run.artifacts import RunArtifacts
-    from pytest_agentbench.run.postrun import read_post_run_screen
+    from pytest_agentbench.run.postrun import read_post_run_state
 
     adb = adb_class()
-    got, device_lost = read_post_run_screen(_Device(adb, readable), _suite(screen_includes), RunArtifacts(tmp_path))  # type: ignore[arg-type]
+    state = read_post_run_state(_Device(adb, readable), _suite(screen_includes), RunArtifacts(tmp_path))  # type: ignore[arg-type]
+    got, device_lost = state.screen, state.device_lost
     assert {"nodes": lambda s: s is not None and s.nodes, "unreadable": lambda s: s is not None and s.nodes is None,
             None: lambda s: s is None}[snapshot](got), got
     assert device_lost == lost

@@ -258,18 +258,33 @@ def test_event_log_missing_is_no_events_and_unreadable_is_a_sentence() -> None:
 CODE = {"kind": "sharedPreferences", "name": "pickup-code", "package": TESTBED, "file": "pickup", "key": "code", "inAnswer": True}
 
 
+# issue 19 D: the value must be the whole value of a closing `KEY: value` line; a code anywhere
+# in the text (a dump of every six-digit code, a sentence) does not count.
+ALL_CODES = "CODES: " + " ".join(f"{n:06d}" for n in range(100000, 100100)) + " 482913"
+
+
 @pytest.mark.parametrize(
-    ("answer", "passed"),
+    ("answer", "passed", "why"),
     [
-        ("The pickup code is 482913.", True),
-        ("PICKUP_CODE: 482913", True),
-        ("The pickup code is 4829130.", False),  # a longer number is not the code
-        ("The pickup code is 123456.", False),   # a plausible answer without the device's code
-        (None, False),
+        ("PICKUP_CODE: 482913", True, None),
+        ("The code is on the Pickup screen.\n\n**PICKUP_CODE:** `482913`", True, None),
+        ("PICKUP_CODE: 482913.", True, None),
+        ("The pickup code is 482913.", False, "does not end with a KEY: value line"),
+        ("PICKUP_CODE: 4829130", False, "no closing KEY: value line"),       # a longer number is not the code
+        ("PICKUP_CODE: 123456", False, "no closing KEY: value line"),        # a plausible answer without the device's code
+        ("PICKUP_CODE: 482913 or 123456", False, "no closing KEY: value line"),
+        (ALL_CODES, False, "no closing KEY: value line"),
+        ("PICKUP_CODE: 123456\nPICKUP_CODE: 482913", False, "more than once"),
+        ("PICKUP_CODE: 482913\nThat is all.", False, "does not end with a KEY: value line"),
+        (None, False, "there is no final answer"),
     ],
-    ids=["sentence", "key-line", "longer-number", "plausible-guess", "no-answer"],
+    ids=["key-line", "markdown", "trailing-period", "sentence", "longer-number", "plausible-guess", "two-values",
+         "code-dump", "key-twice", "text-after", "no-answer"],
 )
-def test_a_value_random_per_run_is_read_from_the_device_and_must_be_in_the_answer(answer: str | None, passed: bool) -> None:
+def test_a_value_random_per_run_is_read_from_the_device_and_must_be_the_answer_line_value(
+        answer: str | None, passed: bool, why: str | None) -> None:
     check = judge(CODE, [ok(prefs_xml('<string name="code">482913</string>'))], answer=answer)
     assert check.passed is passed, check
-    assert check.expected.startswith("code appears in the final answer")
+    assert check.expected.startswith("code is the value of a closing KEY: value line of the final answer")
+    if why:
+        assert why in check.seen, check.seen

@@ -31,7 +31,10 @@ from claude_scenarios import (
 )
 from fake_anthropic import CLAUDE_VERSION, DEFAULT_MODEL, FakeAnthropic, MessagesRequest, claude_bin  # noqa: F401  (fixture)
 
+from pytest_agentbench.run import sandbox
+
 BENCHMARK = Path(__file__).resolve().parent.parent / "benchmark" / "agent"
+SANDBOX = sandbox.probe()
 SUITE_NAME = "bug-repro"
 # Generous for a scripted run (a few seconds); the hang scenario uses its own small timeout.
 RUN_TIMEOUT_S = 60
@@ -86,8 +89,8 @@ class PluginRun:
 
 
 def _processes_of(suite_file: Path, run_dir: Path) -> list[str]:
-    """Live processes started for this run: the agent (AGENTBENCH_SUITE_FILE) or its MCP server (data dir)."""
-    markers = (f"AGENTBENCH_SUITE_FILE={suite_file}".encode(), f"AGENTBENCH_DATA_DIR={run_dir / 'data'}".encode())
+    """Live processes started for this run: the agent (AGENTBENCH_SUITE, no harness path) or its MCP server (data dir)."""
+    markers = (f"AGENTBENCH_SUITE={SUITE_NAME}".encode(), f"AGENTBENCH_DATA_DIR={run_dir / 'data'}".encode())
     found = []
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit() or int(proc.name) == os.getpid():
@@ -229,6 +232,13 @@ def test_agent_solves_bug_repro_passes_with_cli_version_model_tokens_and_cost(ru
     (result_event,) = [e for e in run.transcript() if e.get("type") == "result"]
     assert metrics["costUsd"] == pytest.approx(result_event["total_cost_usd"]) and metrics["costUsd"] > 0
     assert (run.run_dir / "baseline.yml").exists(), run.result.get("snippet")
+    # The real CLI ran confined (where bwrap works): the fake API was its one endpoint, forwarded
+    # on loopback; it reached the phone only through the relay.
+    if SANDBOX.usable:
+        sandbox_record = run.result["sandbox"]
+        assert sandbox_record["mode"] == "on" and sandbox_record["deviceReach"] == "relay"
+        assert sandbox_record["policy"]["loopback"] == [run.api.base_url.split("//", 1)[1].rstrip("/")]
+        assert sandbox_record["policy"]["agentKind"] == "claude" and sandbox_record["refusedConnections"] == []
 
 
 @pytest.mark.claude_cli

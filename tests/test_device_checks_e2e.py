@@ -60,7 +60,7 @@ def test_five_device_checks_pass_a_run_that_did_the_job_and_fail_one_that_did_no
     done, cases, *_ = runs
     assert cases["lab-five"].outcome == "passed", done.stdout[-4000:]
     result = result_of(cases["lab-five"])
-    device = {check["name"]: check for check in result["checks"] if check["kind"] not in ("answer", "device-use")}
+    device = {check["name"]: check for check in result["checks"] if check["kind"] not in ("answer", "device-use", "transcript")}
     assert set(device) == {check["name"] for check in FIVE_CHECKS} and all(c["passed"] for c in device.values())
     assert device["cropped"]["seen"] == 'added: ["crop.png 800x800"]'
     # JUnit shows each device check with what was expected and what was seen.
@@ -83,7 +83,9 @@ def test_the_reads_are_saved_in_the_run_directory_and_cleanup_leaves_the_phone_a
     assert (run_dir / database["file"]).is_file() and database["file"].startswith("device-state/after/")
     result = result_of(cases["lab-five"])
     assert result["auditInputs"]["deviceState"] == {"before": "device-before.json", "after": "device-after.json", "unavailableReason": None}
-    assert result["cleanup"]["left"] == [] and len(result["cleanup"]["actions"]) == 3  # contact, image, app-op
+    # Contact, image row, app-op, and the image's file on shared storage (already gone with its row: `rm -f` says nothing).
+    assert result["cleanup"]["left"] == [] and len(result["cleanup"]["actions"]) == 4, result["cleanup"]["actions"]
+    assert [a["command"] for a in result["cleanup"]["actions"]][-1] == "rm -f /storage/emulated/0/Pictures/crop.png"
     assert after == before, "the session left the phone changed"
     report = (run_dir / "result.json").read_text()
     assert "cleanup left" not in report
@@ -249,7 +251,8 @@ def test_the_harness_suites_prove_on_the_simulated_phone(lab, tmp_path: Path) ->
     outcomes = {name: case.outcome for name, case in cases.items()}
     assert outcomes == {
         "bug-repro[prove-pass]": "passed", "bug-repro[prove-fail-two-items-only]": "passed",
-        "bug-repro[prove-fail-count-read-wrong]": "passed", "bug-repro[prove-fresh]": "passed",
+        "bug-repro[prove-fail-count-read-wrong]": "passed", "bug-repro[prove-fail-typed-into-email]": "passed",
+        "bug-repro[prove-fresh]": "passed",
         "ux-flow[prove-pass]": "passed", "ux-flow[prove-fail-stopped-on-details]": "passed",
         "ux-flow[prove-fail-answer-without-status]": "passed", "ux-flow[prove-fresh]": "passed",
         "wifi-on[prove-pass]": "passed", "wifi-on[prove-fail-answer-without-switch]": "passed", "wifi-on[prove-fresh]": "passed",

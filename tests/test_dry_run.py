@@ -38,7 +38,7 @@ def test_committed_suites_dry_run(pytester: pytest.Pytester) -> None:
             f"suite: {name} (*)",
             "argv:",
             "  claude -p --verbose --output-format stream-json --mcp-config "
-            f"*/scratch/agent-benchmarks/{name}/<timestamp>-<id>/mcp-config.json* --strict-mcp-config"
+            "*/agentbench-<timestamp>-<id>/mcp-config.json* --strict-mcp-config"
             " --setting-sources project,local --allowedTools mcp__agentbench --disallowedTools Bash,PowerShell*"
             " --append-system-prompt *",
             "environment removed: *",
@@ -92,7 +92,7 @@ def test_dry_run_touches_nothing(pytester: pytest.Pytester, monkeypatch: pytest.
     result = run_committed(pytester, "--agentbench-dry-run", f"--agentbench-output={output}", "--device", "emulator-5554")
     result.assert_outcomes(passed=len(COMMITTED))
     assert not output.exists()
-    result.stdout.fnmatch_lines([f"*--mcp-config '{output}/bug-repro/<timestamp>-<id>/mcp-config.json'*"])
+    result.stdout.fnmatch_lines(["*--mcp-config */agentbench-<timestamp>-<id>/mcp-config.json*"])
     result.stdout.fnmatch_lines(['*"AGENTBENCH_DEVICE_SERIAL": "emulator-5554"*', '*"ANDROID_ADB_SERVER_PORT": "1"*'])
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from adbserver import PrivateAdbServer, start_private_adb_server
-from fakeagents import junit_cases, make_project, run_session, session_env, write_agent
+from fakeagents import UNCONFINED, junit_cases, make_project, run_session, session_env, write_agent
 
 FAST = {"preflight": {"settleSeconds": 0.3}}
 
@@ -56,7 +56,7 @@ def test_a_tmpdir_inside_the_project_does_not_put_the_agent_under_its_claude_md(
     marker = tmp_path / "cwd.json"
     agent = write_agent(tmp_path / "agent", "report-cwd", marker=str(marker), final="Done.\nEXPECTED_COUNT: 3\nDISPLAYED_COUNT: 0")
     env = session_env(adb_server.port, tmp_path / "claims", TMPDIR=str(inside))
-    done = run_session(project, ["benchmark/", "--device", "sim", "--claude", str(agent), "--agentbench-output", str(tmp_path / "out")], env)
+    done = run_session(project, ["benchmark/", *UNCONFINED, "--device", "sim", "--claude", str(agent), "--agentbench-output", str(tmp_path / "out")], env)
     seen = json.loads(marker.read_text(encoding="utf-8"))
     cwd = Path(seen["cwd"])
     assert not cwd.is_relative_to(project.resolve()), done.stdout[-2000:]

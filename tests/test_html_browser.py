@@ -125,7 +125,7 @@ def verdicts(adb_server: PrivateAdbServer, tmp_path_factory: pytest.TempPathFact
         tmp / "project", {name: {**overrides, "preflight": {"settleSeconds": 0.2}} for name, (overrides, _, _) in VERDICT_SUITES.items()},
         plans={name: plan for name, (_, _, plan) in VERDICT_SUITES.items() if plan is not None},
     )
-    agent = write_dispatcher(tmp / "agent", {name: behaviour for name, (_, behaviour, _) in VERDICT_SUITES.items()})
+    agent = write_dispatcher(tmp / "agent", {name: behaviour for name, (_, behaviour, _) in VERDICT_SUITES.items()}, project=project)
     page, terminal, output = _session(project, adb_server, tmp, "benchmark/", "--device", "sim", "--claude", str(agent))
     return _open(page, tmp / "page.png", terminal), output
 

@@ -52,7 +52,7 @@ def invoke(suite: Suite, *, options=None, profile=None, environ=None, **kwargs):
         options=options or make_options(),
         profile=profile or agentbench_profile(),
         run_dir=kwargs.pop("run_dir", Path("/runs/task/1")),
-        workdir=Path("/tmp/work"),
+        workdir=kwargs.pop("workdir", Path("/tmp/work")),
         serial="emulator-5554",
         environ=environ if environ is not None else {"PATH": "/usr/bin", "HOME": "/home/op"},
         **kwargs,
@@ -64,7 +64,7 @@ def test_argv_has_every_flag_in_order(tmp_path: Path) -> None:
     argv = invoke(suite).argv
     assert argv[:14] == [
         "/opt/bin/claude", "-p", "--verbose", "--output-format", "stream-json",
-        "--mcp-config", "/runs/task/1/mcp-config.json", "--strict-mcp-config",
+        "--mcp-config", "/tmp/work/mcp-config.json", "--strict-mcp-config",
         "--setting-sources", "project,local",
         "--allowedTools", "mcp__agentbench",
         "--disallowedTools", "Bash,PowerShell",
@@ -175,7 +175,8 @@ def test_planted_environment_is_scrubbed_and_kept(tmp_path: Path) -> None:
         assert invocation.env[name] == value, name
     assert set(invocation.env_removed) == set(PLANTED_REMOVED)
     assert invocation.env["AGENTBENCH_SUITE"] == "task"
-    assert invocation.env["AGENTBENCH_SUITE_FILE"] == str(tmp_path / "suites" / "task.yml")
+    # No harness path reaches the agent: the suite file, plans and run directory stay out of its environment.
+    assert "AGENTBENCH_SUITE_FILE" not in invocation.env and "AGENTBENCH_PLAN" not in invocation.env
     assert environ == before, "build_invocation must not change the environment it reads"
 
 
@@ -250,7 +251,9 @@ def test_server_config_has_exactly_one_pinned_server(tmp_path: Path) -> None:
         "AUTOMOBILE_ADB_SERVER_COORDINATION_DIR": "/home/op/.auto-mobile/adb-servers",
         "ANDROID_ADB_SERVER_PORT": "5099",
     }
-    assert invocation.mcp_config_path == Path("/runs/task/1/mcp-config.json")
+    # The agent reads its config from its workdir; the run directory keeps the artifact copy.
+    assert invocation.mcp_config_path == Path("/tmp/work/mcp-config.json")
+    assert invocation.mcp_config_artifact == Path("/runs/task/1/mcp-config.json")
 
 
 def test_server_instructions_switch(tmp_path: Path) -> None:
@@ -290,7 +293,7 @@ def test_auto_mobile_server_env_is_private_and_absolute(tmp_path: Path, monkeypa
     assert env["ADB_SERVER_SOCKET"] == f"localfilesystem:{tmp_path / 'adb.sock'}"
     assert env["ANDROID_ADB_SERVER_ADDRESS"] == "10.0.0.2"
     assert "AUTOMOBILE_DEVICE_SERIAL" not in env and "AGENTBENCH_DEVICE_SERIAL" not in env
-    assert invocation.mcp_config_path == tmp_path / "runs" / "1" / "mcp-config.json"
+    assert invocation.mcp_config_artifact == tmp_path / "runs" / "1" / "mcp-config.json"
 
 
 def test_private_dirs_override(tmp_path: Path) -> None:
@@ -318,9 +321,12 @@ def test_mobile_mcp_telemetry_is_off_in_the_written_config_whatever_the_environm
         environ["MOBILEMCP_DISABLE_TELEMETRY"] = inherited
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    invocation = invoke(make_suite(tmp_path), profile=mobile_mcp_profile(), environ=environ, run_dir=run_dir)
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    invocation = invoke(make_suite(tmp_path), profile=mobile_mcp_profile(), environ=environ, run_dir=run_dir, workdir=workdir)
     write_run_files(RunArtifacts(run_dir), invocation)
     agent_side = json.loads((run_dir / "mcp-config.json").read_text(encoding="utf-8"))
+    assert json.loads((workdir / "mcp-config.json").read_text(encoding="utf-8")) == agent_side
     assert [entry["env"] for entry in agent_side["mcpServers"].values()] == [{}]
     written = json.loads((run_dir / "mcp-servers.json").read_text(encoding="utf-8"))
     (server,) = written["mcpServers"].values()
@@ -328,3 +334,19 @@ def test_mobile_mcp_telemetry_is_off_in_the_written_config_whatever_the_environm
     assert server["env"]["MOBILEMCP_DISABLE_TELEMETRY"] == "1"
     # The hub starts the server with the scrubbed environment overlaid by the config's env block.
     assert invocation.server_environ("mobile-mcp")["MOBILEMCP_DISABLE_TELEMETRY"] == "1"
+
+
+def test_only_the_replay_agent_gets_its_plan_staged_in_its_workdir(tmp_path: Path) -> None:
+    suite = make_suite(tmp_path)
+    plans = tmp_path / "plans"
+    plans.mkdir()
+    (plans / "task.yml").write_text("steps: []\n")
+    inherited = {"PATH": "/usr/bin", "HOME": "/home/op", "AGENTBENCH_SUITE_FILE": "/elsewhere/x.yml", "AGENTBENCH_PLAN": "/x/plan.yml"}
+    replay = invoke(suite, options=make_options(claude="/venv/bin/agentbench-replay"), environ=inherited)
+    assert replay.staged == {Path("/tmp/work/agentbench-plan.yml"): plans / "task.yml"}
+    assert replay.env["AGENTBENCH_PLAN"] == "/tmp/work/agentbench-plan.yml"
+    assert replay.env["AGENTBENCH_APP_PACKAGE"] == suite.app.package_name
+    assert "AGENTBENCH_SUITE_FILE" not in replay.env
+    model = invoke(suite, options=make_options(claude="claude"), environ=inherited)
+    assert model.staged == {}
+    assert not {"AGENTBENCH_PLAN", "AGENTBENCH_SUITE_FILE", "AGENTBENCH_APP_PACKAGE"} & set(model.env)

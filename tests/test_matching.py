@@ -113,12 +113,19 @@ def test_key_value_strings_are_a_word_then_a_colon(expected: str, key_value: boo
         ("  expected_count :   3 ", "expected_count:3"),
         ("`EXPECTED_COUNT: 3`", "expected_count:3"),
         ("EXPECTED_COUNT: 3.", "expected_count:3"),
-        ("**EXPECTED_COUNT: 3**", "**expected_count:3**"),
+        ("**EXPECTED_COUNT: 3**", "expected_count:3"),
+        ("**WORLD_CLOCK:** London", "world_clock:london"),
+        ("*WORLD_CLOCK*: _London_", "world_clock:london"),
+        ("__WORLD_CLOCK__:\u00a0London", "world_clock:london"),
+        ("- EXPECTED_COUNT: 3", "expected_count:3"),
         ("EXPECTED_COUNT: 3 items", "expected_count:3 items"),
+        ("EXPECTED_COUNT: 3 (I think)", "expected_count:3 (i think)"),
     ],
-    ids=["plain", "spacing", "backticks", "a trailing period", "bold markers stay", "extra words stay"],
+    ids=["plain", "spacing", "backticks", "a trailing period", "bold around the line", "bold key",
+         "italic key and value", "underscore bold and a no-break space", "a list bullet",
+         "extra words stay", "an aside stays"],
 )
-def test_answer_lines_ignore_case_spacing_backticks_and_a_trailing_period(line: str, normal: str) -> None:
+def test_answer_lines_ignore_case_spacing_markdown_and_a_trailing_period(line: str, normal: str) -> None:
     assert normalize_answer_line(line) == normal
 
 
@@ -150,6 +157,23 @@ TWO_KEYS = ("EXPECTED_COUNT: 3", "STATUS: done")
         ("作業は未完了", ("完了",), [False]),
         (None, ("Saved",), [False]),
         ("   ", TWO_KEYS, [False, False]),
+        # issue 19 F: honest lines that failed before.
+        ("**WORLD_CLOCK:** London\n**SNOOZE:** 15 minutes", ("WORLD_CLOCK: London", "SNOOZE: 15 minutes"), [True, True]),
+        ("PINNED: +1 555-123-0001\nARCHIVED: (555) 123-0002", ("PINNED: +15551230001", "ARCHIVED: +15551230002"), [True, True]),
+        ("CROPPED: 800x800", ("CROPPED: 800 x 800",), [True]),
+        ("CROPPED: 800×800", ("CROPPED: 800 x 800",), [True]),
+        ("CROPPED: 800 X 800 px", ("CROPPED: 800 x 800",), [True]),
+        # ... and what must still fail.
+        ("PINNED: +1 555-123-0003", ("PINNED: +15551230001",), [False]),
+        ("PINNED: 0001", ("PINNED: +15551230001",), [False]),
+        ("PINNED: +15551230001 or +15551230002", ("PINNED: +15551230001",), [False]),
+        ("PINNED: Alice +15551230001", ("PINNED: +15551230001",), [False]),
+        ("CROPPED: 800 x 8000", ("CROPPED: 800 x 800",), [False]),
+        ("CROPPED: 1200 x 800", ("CROPPED: 800 x 800",), [False]),
+        ("CROPPED: 800", ("CROPPED: 800 x 800",), [False]),
+        ("**WORLD_CLOCK:** Paris", ("WORLD_CLOCK: London",), [False]),
+        ("STATUS: 15551230001", ("STATUS: done",), [False]),
+        ("COUNT: 01234567", ("COUNT: 1234567",), [False]),
     ],
     ids=[
         "the expected lines end the reply in order",
@@ -168,6 +192,21 @@ TWO_KEYS = ("EXPECTED_COUNT: 3", "STATUS: done")
         "a CJK plain string inside a longer word fails",
         "no reply fails every check",
         "a blank reply fails every check",
+        "markdown bold around the keys is ignored",
+        "phone numbers compare by digit suffix",
+        "a size without spaces",
+        "a size with a multiplication sign",
+        "a size in capitals with px",
+        "another phone number fails",
+        "too few digits fail",
+        "two phone numbers fail",
+        "a name beside the number fails",
+        "a longer side fails",
+        "another size fails",
+        "half a size fails",
+        "another city in bold fails",
+        "a number where a word is expected fails",
+        "a bare number is not a phone number",
     ],
 )
 def test_answer_rules(reply: str | None, expected: tuple[str, ...], passed: list[bool]) -> None:

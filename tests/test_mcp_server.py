@@ -514,3 +514,72 @@ def test_stdio_server_drives_the_phone_and_releases_its_claim(tmp_path: Path, si
     assert unchanged == (False, "launched com.android.settings; the screen did not change")
     assert held
     assert not claim.exists(), "the claim must be released when the server exits"
+
+
+# ---------------------------------------------------------------------------- several matches (issue 19 F)
+
+
+def search_screen(*, rows: tuple[str, ...] = ("London",)) -> bytes:
+    """Clock's city search after typing "London": the field holds the text, result rows below it."""
+    body = _node("London", cls="android.widget.EditText", rid=f"{PKG}:id/city_search", clickable=True, focused=True,
+                 bounds="[0,200][1080,350]")
+    for number, row in enumerate(rows):
+        top = 400 + number * 150
+        body += _node(row, cls="android.widget.TextView", clickable=True, bounds=f"[0,{top}][1080,{top + 150}]")
+    root = _node(cls="android.widget.FrameLayout", bounds="[0,0][1080,2400]", children=body)
+    xml = (f"<?xml version='1.0' encoding='UTF-8' standalone='yes' ?><hierarchy rotation=\"0\">{root}"
+           "</hierarchy>")
+    focus = f"  mCurrentFocus=Window{{2c1 u0 {PKG}/{PKG}.MainActivity}}\n"
+    return (focus + "__agentbench_dump__\n" + xml).encode()
+
+
+def _ui(text: str, cls: str = "android.widget.TextView", *, y: int = 0, pkg: str = PKG, clickable: bool = False):
+    from pytest_agentbench.device.uiautomator import UiNode
+    return UiNode(0, text, "", "", cls, pkg, False, False, clickable, True, clickable, False, False, False, False, False,
+                  (0, y, 100, y + 50))
+
+
+FIELD = _ui("London", "android.widget.EditText", y=0, clickable=True)
+ROW = _ui("London", y=100, clickable=True)
+ROW_TEXT = _ui("London", y=200)
+OTHER_ROW = _ui("London", y=300, clickable=True)
+SYSTEM = _ui("London", y=400, pkg="com.android.systemui")
+
+
+@pytest.mark.parametrize(
+    ("matches", "to_type", "chosen"),
+    [
+        ([FIELD, ROW], False, ROW),                  # a tap means the result, not the field typed into
+        ([ROW, FIELD], False, ROW),
+        ([FIELD, ROW_TEXT], False, ROW_TEXT),        # even a row whose text node is not clickable itself
+        ([FIELD, ROW], True, FIELD),                 # typing means the field
+        ([SYSTEM, ROW], False, ROW),                 # the app over the system UI
+        ([FIELD, ROW, OTHER_ROW], False, [ROW, OTHER_ROW]),   # still two: ambiguous
+        ([ROW, ROW_TEXT], False, ROW),               # one actionable among non-editables
+        ([FIELD], False, FIELD),                     # the only match, even a field
+    ],
+    ids=["field-and-row", "row-and-field", "field-and-row-text", "typing", "system-ui", "two-rows", "actionable",
+         "only-field"],
+)
+def test_pick_node_prefers_the_non_editable_match_for_a_tap(matches: list, to_type: bool, chosen: Any) -> None:
+    from pytest_agentbench.mcp_server.server import pick_node
+    assert pick_node(matches, to_type=to_type) == chosen
+
+
+def test_tap_on_text_typed_in_a_search_field_taps_the_result_row(tmp_path: Path) -> None:
+    adb = CannedAdb([search_screen(), search_screen(), search_screen()])
+    server = build_server(config(tmp_path, AGENTBENCH_DEVICE_SERIAL=SERIAL), adb=adb)
+    is_error, text = with_client(server, lambda client: call(client, "tapOn", text="London"))
+    assert not is_error, text
+    assert adb.actions() == ["input tap 540 475"]
+
+
+def test_a_tap_still_ambiguous_is_an_error_naming_the_candidates(tmp_path: Path) -> None:
+    adb = CannedAdb([search_screen(rows=("London", "London"))])
+    server = build_server(config(tmp_path, AGENTBENCH_DEVICE_SERIAL=SERIAL), adb=adb)
+    is_error, text = with_client(server, lambda client: call(client, "tapOn", text="London"))
+    assert is_error
+    assert "2 elements match text 'London', so the target is ambiguous" in text
+    assert 'TextView "London" at 540,475' in text and 'TextView "London" at 540,625' in text
+    assert "tap one of them by index" in text
+    assert adb.actions() == []

@@ -314,3 +314,17 @@ def test_autoload_collects_without_p(pytester: pytest.Pytester, monkeypatch: pyt
     monkeypatch.delenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", raising=False)
     result = pytester.runpytest_subprocess("--agentbench-dry-run", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize(("tbstyle", "expected"), [
+    ("auto", "failed: a; b\n\nsuite: FAILED\n  - a"),
+    ("long", "failed: a; b\n\nsuite: FAILED\n  - a"),
+    ("short", "failed: a; b"),
+    ("line", "failed: a; b"),
+    ("no", ""),
+])
+def test_a_failed_verdict_is_shortened_the_way_tb_asks(tbstyle: str, expected: str) -> None:
+    from pytest_agentbench.errors import VerdictFailed
+    from pytest_agentbench.items import failure_text
+
+    assert failure_text(VerdictFailed({}, "failed: a; b\n\nsuite: FAILED\n  - a"), tbstyle) == expected

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from adbserver import PrivateAdbServer, start_private_adb_server
-from fakeagents import junit_cases, make_project, pid_alive, run_session, session_env, write_agent
+from fakeagents import UNCONFINED, junit_cases, make_project, pid_alive, run_session, session_env, write_agent
 
 from pytest_agentbench.run.postrun import processes_with_token
 
@@ -33,9 +33,9 @@ def _session(tmp_path: Path, adb_server: PrivateAdbServer, kind: str) -> tuple[o
     project = make_project(tmp_path / "project", {"daemon": SUITE})
     marker = tmp_path / "daemon.json"
     agent = write_agent(tmp_path / "agent", "detached-daemon", kind=kind, marker=str(marker), final=ANSWER,
-                        socket=str(tmp_path / "elsewhere" / "other.sock"))
+                        socket=str(tmp_path / "elsewhere" / "other.sock"), output=str(tmp_path / "out"))
     env = session_env(adb_server.port, tmp_path / "claims")
-    done = run_session(project, ["benchmark/", "--device", "sim", "--claude", str(agent), f"--junitxml={tmp_path / 'r.xml'}",
+    done = run_session(project, ["benchmark/", *UNCONFINED, "--device", "sim", "--claude", str(agent), f"--junitxml={tmp_path / 'r.xml'}",
                                  "--agentbench-output", str(tmp_path / "out")], env)
     return done, json.loads(marker.read_text(encoding="utf-8")), tmp_path / "out"
 

@@ -18,7 +18,7 @@ from mcp import Client
 
 from pytest_agentbench.mcp_server import ServerConfig, build_server
 from pytest_agentbench.options import AgentbenchOptions
-from pytest_agentbench.run.execute import device_aware_tools
+from pytest_agentbench.run.execute import server_tools
 from pytest_agentbench.run.invocation import build_invocation
 from pytest_agentbench.servers import auto_mobile_profile
 from pytest_agentbench.servers.probe import device_aware_tool_names, is_device_aware_schema
@@ -116,6 +116,6 @@ def test_the_probe_gets_the_environment_the_agents_server_gets(tmp_path: Path, m
     invocation = build_invocation(suite, options=options, profile=profile, run_dir=tmp_path / "run", workdir=tmp_path / "work",
                                   serial="emulator-5554", environ=dict(os.environ))
     assert "AUTOMOBILE_DISABLED_TOOLS" in invocation.env_removed
-    tools, error = device_aware_tools({}, invocation)
+    classes, error = server_tools({}, invocation)
     assert error is None
-    assert tools == {"mcp__auto-mobile__observe", "mcp__auto-mobile__tapOn"}
+    assert classes.device_aware == {"mcp__auto-mobile__observe", "mcp__auto-mobile__tapOn"}

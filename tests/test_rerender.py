@@ -48,6 +48,12 @@ class Session:
             lines = block.splitlines()[1:]
             end = next(i for i, line in enumerate(lines) if line.startswith(("---", "___", "===")))
             reports.append("\n".join(lines[:end]).rstrip("\n") + "\n")
+        # A failed run's report is its failure text instead (printed once, in the FAILURES block).
+        lines = self.stdout.splitlines()
+        for start, line in enumerate(lines):
+            if line.startswith(f"{suite}: FAILED"):
+                end = next(i for i in range(start, len(lines)) if lines[i].startswith(("---", "___", "===")))
+                reports.append("\n".join(lines[start:end]).rstrip("\n") + "\n")
         (report,) = [text for text in reports if text.startswith(f"{suite}: ")]
         return report
 

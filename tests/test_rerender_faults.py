@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from adbserver import PrivateAdbServer, start_private_adb_server
-from fakeagents import Behaviour, make_project, run_session, session_env, write_agent, write_dispatcher
+from fakeagents import UNCONFINED, Behaviour, make_project, run_session, session_env, write_agent, write_dispatcher
 
 ANSWER = "Done.\nEXPECTED_COUNT: 3\nDISPLAYED_COUNT: 0"
 FAST = {"preflight": {"settleSeconds": 0.3}}
@@ -61,7 +61,7 @@ def saved_runs(adb_server: PrivateAdbServer, tmp_path_factory: pytest.TempPathFa
         "no-device-use": Behaviour("answer", {"final": ANSWER}),
     })
     env = session_env(adb_server.port, tmp / "claims")
-    done = run_session(project, ["benchmark/", "--device", "sim", "--claude", str(agent), "--agentbench-output", str(output)], env)
+    done = run_session(project, ["benchmark/", *UNCONFINED, "--device", "sim", "--claude", str(agent), "--agentbench-output", str(output)], env)
     assert done.returncode == 1, done.stdout[-3000:]
 
     # Session 2: the server cannot list its tools (an empty AutoMobile checkout), the agent answers.
@@ -87,7 +87,7 @@ def saved_runs(adb_server: PrivateAdbServer, tmp_path_factory: pytest.TempPathFa
         serial = serial_file.read_text(encoding="utf-8").split()[0]
         lost_project = make_project(tmp / "lost-project", {"device-lost": FAST})
         killer = write_agent(tmp / "killer", "kill-then-answer", pid=sim.pid, final=ANSWER)
-        done = run_session(lost_project, ["benchmark/", "--device", serial, "--claude", str(killer), "--agentbench-output", str(output)], env)
+        done = run_session(lost_project, ["benchmark/", *UNCONFINED, "--device", serial, "--claude", str(killer), "--agentbench-output", str(output)], env)
     finally:
         if sim.poll() is None:
             os.killpg(sim.pid, signal.SIGKILL)

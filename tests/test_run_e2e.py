@@ -116,7 +116,7 @@ def verdicts(adb_server: PrivateAdbServer, tmp_path_factory: pytest.TempPathFact
         {name: {**overrides, "preflight": {"settleSeconds": 0.3}} for name, (overrides, _, _) in VERDICT_SUITES.items()},
         plans={name: plan for name, (_, _, plan) in VERDICT_SUITES.items() if plan is not None},
     )
-    agent = write_dispatcher(tmp / "agent", {name: behaviour for name, (_, behaviour, _) in VERDICT_SUITES.items()})
+    agent = write_dispatcher(tmp / "agent", {name: behaviour for name, (_, behaviour, _) in VERDICT_SUITES.items()}, project=project)
     return _run(project, ["benchmark/", "--device", "sim", "--claude", str(agent)], adb_server, tmp)
 
 
@@ -218,7 +218,7 @@ VERDICT_TABLE = [
     ("passed-replay", "passed", "passed", ""),
     ("failed-no-device", "failure", "failed", "no successful call to a device-aware tool"),
     ("failed-screen", "failure", "failed", "screen check failed: expected 'Expected count: 3'"),
-    ("incomplete-exit", "skipped", "incomplete", "incomplete: the agent exited with code 3"),
+    ("incomplete-exit", "skipped", "incomplete", "incomplete: the agent exited with code 3: giving up: the model endpoint refused the key"),
     ("incomplete-garbage", "skipped", "incomplete", "incomplete: 2 stream lines did not parse (first at line 2"),
     ("incomplete-truncated", "skipped", "incomplete", "did not parse (first at line 3"),
     ("incomplete-budget", "skipped", "incomplete", "incomplete: the run ended in error_max_budget_usd"),
@@ -244,6 +244,12 @@ def test_failed_report_names_the_check_expected_seen_and_run_directory(verdicts:
     checks = {c["kind"]: c for c in verdicts.result("failed-no-device")["checks"]}
     assert checks["device-use"]["passed"] is False
     assert checks["answer"]["passed"] is True, "the answer was right: only the device-use check fails"
+
+
+def test_a_failed_runs_report_is_printed_once(verdicts: Session) -> None:
+    # The report is the failure text; it is not printed again as a captured section.
+    for name in ("failed-no-device", "failed-screen"):
+        assert verdicts.terminal.count(f"{name}: FAILED") == 1, verdicts.terminal[-6000:]
 
 
 def test_failed_screen_check_shows_the_app_texts_seen(verdicts: Session) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from adbserver import PrivateAdbServer, free_port, start_private_adb_server
 from fakeagents import (
+    UNCONFINED,
     Behaviour,
     junit_cases,
     make_project,
@@ -99,9 +100,9 @@ def hung_and_killed(adb_server: PrivateAdbServer, tmp_path_factory: pytest.TempP
         "agent-killed": Behaviour("signal", {"signal": int(signal.SIGKILL)}),
         "agent-silent": Behaviour("hang", {"marker": str(silent)}),
         "agent-lingers": Behaviour("replay-linger", {"marker": str(linger)}),
-    })
+    }, project=project)
     env = session_env(adb_server.port, tmp / "claims")
-    done = run_session(project, ["benchmark/", "--device", "sim", "--claude", str(agent), f"--junitxml={tmp / 'r.xml'}", "-rA",
+    done = run_session(project, ["benchmark/", *UNCONFINED, "--device", "sim", "--claude", str(agent), f"--junitxml={tmp / 'r.xml'}", "-rA",
                                  "--agentbench-output", str(tmp / "out")], env)
     return {"done": done, "cases": junit_cases(tmp / "r.xml"), "markers": [marker, silent, linger],
             "claims": tmp / "claims", "project": project, "env": env}
@@ -195,7 +196,7 @@ class _Interrupted:
         project = make_project(tmp_path / "project", suites)
         agent = write_agent(tmp_path / "agent", "hang", marker=str(self.marker))
         self.proc = subprocess.Popen(
-            pytest_argv("benchmark/", "--device", "sim", "--claude", str(agent), "--agentbench-output", str(tmp_path / "out")),
+            pytest_argv("benchmark/", *UNCONFINED, "--device", "sim", "--claude", str(agent), "--agentbench-output", str(tmp_path / "out")),
             cwd=project, env={**env, "PYTHONFAULTHANDLER": "1"}, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=_default_signals,
         )
@@ -374,7 +375,7 @@ def test_phone_vanishing_mid_run_is_incomplete_with_the_reason(adb_server: Priva
         serial = serial_file.read_text(encoding="utf-8").split()[0]
         project = make_project(tmp_path / "project", {"phone-vanishes": FAST})
         agent = write_agent(tmp_path / "agent", "kill-then-answer", pid=sim.pid, final=ANSWER)
-        done = run_session(project, ["benchmark/", "--device", serial, "--claude", str(agent),
+        done = run_session(project, ["benchmark/", *UNCONFINED, "--device", serial, "--claude", str(agent),
                                      f"--junitxml={tmp_path / 'r.xml'}", "--agentbench-output", str(tmp_path / "out")], env)
     finally:
         if sim.poll() is None:

@@ -178,3 +178,20 @@ def test_signature_sees_state_changes_only() -> None:
     toggled = parse_hierarchy(INTERNET_SCREEN.replace('checkable="true" checked="false"', 'checkable="true" checked="true"'))
     assert screen_signature(before) == screen_signature(same)
     assert screen_signature(before) != screen_signature(toggled)
+
+
+@pytest.mark.parametrize(
+    ("cls", "editable", "expected"),
+    [
+        ("android.widget.EditText", False, ["Email"]),                          # typed text is not screen text
+        ("android.widget.AutoCompleteTextView", False, ["Email"]),
+        ("android.widget.SearchView$SearchAutoComplete", False, ["Email"]),
+        ("androidx.compose.material3.TextField", False, ["Email"]),
+        ("android.widget.EditText", True, ["Expected count: 3", "Email"]),      # preflight: the app's own text
+        ("android.widget.TextView", False, ["Expected count: 3", "Email"]),
+    ],
+    ids=["edit-text", "auto-complete", "search-view", "compose-text-field", "preflight-counts-fields", "text-view"],
+)
+def test_app_texts_leave_out_what_was_typed_into_a_field(cls: str, editable: bool, expected: list[str]) -> None:
+    xml = _dump(_node(pkg="p", cls=cls, text="Expected count: 3", desc="Email", clickable="true", focusable="true"))
+    assert app_texts(parse_hierarchy(xml), "p", editable=editable) == expected

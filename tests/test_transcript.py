@@ -320,3 +320,26 @@ def test_a_failure_pattern_far_beyond_the_excerpt_is_still_a_stumble(tmp_path):
     assert stumble.kind == "failure-pattern" and stumble.detail.startswith("'ANR in' in result:")
     path.write_text("\n".join(_big_result_stream("." * 200_000 + "ANR in com.example (expected ANR)")) + "\n", encoding="utf-8")
     assert stumbles_of(suite, parse_file(path, watch=watched_patterns(suite))) == []
+
+
+def _result(subtype: str, text: str | None = None) -> str:
+    return json.dumps({"type": "result", "subtype": subtype, "is_error": subtype != "success", "result": text})
+
+
+def _text(message_id: str, text: str) -> str:
+    return json.dumps({"type": "assistant", "message": {"id": message_id, "model": "m", "content": [{"type": "text", "text": text}]}})
+
+
+def test_the_first_result_event_is_the_result_and_the_answer_stands_as_it_was_then() -> None:
+    # issue 19 D: an error_max_turns result followed by a success one passed, because the last counted.
+    transcript = parse_lines([_text("m1", "I ran out of turns."), _result("error_max_turns"),
+                              _text("m2", "EXPECTED_COUNT: 3"), _result("success", "EXPECTED_COUNT: 3")])
+    assert transcript.result is not None and transcript.result.subtype == "error_max_turns"
+    assert [later.subtype for later in transcript.later_results] == ["success"]
+    assert transcript.final_text == "I ran out of turns."
+
+
+def test_a_single_result_has_no_later_results() -> None:
+    transcript = parse_lines([_text("m1", "Done."), _result("success", "Done.")])
+    assert transcript.result.subtype == "success" and transcript.later_results == ()
+    assert transcript.final_text == "Done."

@@ -108,7 +108,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
     _o("--verbose", "flag", help="Required with -p --output-format stream-json, as for Claude Code"),
     _o("-v, --version", "flag", help="Output the version number"),
     _o("-w, --worktree", "optional", "[name]", "Accepted and ignored"),
-    _o("--plan", "value", "<file>", "The plan to play (default: beside $AGENTBENCH_SUITE_FILE, else $AGENTBENCH_PLAN)"),
+    _o("--plan", "value", "<file>", "The plan to play (default: $AGENTBENCH_PLAN, else beside $AGENTBENCH_SUITE_FILE)"),
     _o("--replay-transcript", "value", "<file>", "Replay the MCP tool calls and final answer of an earlier claude.jsonl"),
 )
 #: Claude Code's own options only (the model agent adds none of its own).

@@ -243,30 +243,36 @@ def plan_from_transcript(transcript: Transcript, source: Path) -> Plan:
 
 
 def find_plan_path(explicit: str | None, environ: Mapping[str, str] = os.environ) -> Path | None:
-    """Where the plan is: `--plan`, else beside the suite the harness names, else `AGENTBENCH_PLAN`.
+    """Where the plan is: `--plan`, else `AGENTBENCH_PLAN` (the harness's copy in the workdir), else beside `AGENTBENCH_SUITE_FILE`.
+
+    The harness stages the plan into the agent's workdir and sets `AGENTBENCH_PLAN`; it never
+    names the suite file (a confined agent cannot read the checkout). `AGENTBENCH_SUITE_FILE`
+    remains for running the replay agent by hand.
 
     Args:
         explicit: The `--plan` value, if given.
-        environ: The environment (`AGENTBENCH_SUITE_FILE`, `AGENTBENCH_SUITE`, `AGENTBENCH_PLAN`).
+        environ: The environment (`AGENTBENCH_PLAN`, `AGENTBENCH_SUITE_FILE`, `AGENTBENCH_SUITE`).
 
     Returns:
         The plan path, or None when nothing names one.
     """
     if explicit:
         return Path(explicit)
+    if environ.get("AGENTBENCH_PLAN"):
+        return Path(environ["AGENTBENCH_PLAN"])
     suite_file = environ.get("AGENTBENCH_SUITE_FILE")
     if suite_file:
         suite_path = Path(suite_file)
         suite_name = environ.get("AGENTBENCH_SUITE") or suite_path.stem
         # benchmark/agent/suites/<name>.yml -> benchmark/agent/plans/<name>.yml
         return suite_path.parent.parent / "plans" / f"{suite_name}.yml"
-    if environ.get("AGENTBENCH_PLAN"):
-        return Path(environ["AGENTBENCH_PLAN"])
     return None
 
 
 def suite_package_name(environ: Mapping[str, str] = os.environ) -> str | None:
-    """The `app.packageName` of the suite in `AGENTBENCH_SUITE_FILE`, if that file is readable."""
+    """The app under test: `AGENTBENCH_APP_PACKAGE` (set by the harness), else the suite in `AGENTBENCH_SUITE_FILE`."""
+    if environ.get("AGENTBENCH_APP_PACKAGE"):
+        return environ["AGENTBENCH_APP_PACKAGE"]
     suite_file = environ.get("AGENTBENCH_SUITE_FILE")
     if not suite_file:
         return None

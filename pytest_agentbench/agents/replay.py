@@ -120,8 +120,8 @@ def _load_plan(args: ParsedArgs, environ: Mapping[str, str]) -> Plan:
     plan_path = find_plan_path(args.get("plan"), environ)  # type: ignore[arg-type]
     if plan_path is None:
         raise AgentbenchError(
-            "no plan: pass --plan FILE or --replay-transcript FILE, or set AGENTBENCH_SUITE_FILE "
-            "(plan beside the suites in ../plans/<suite>.yml) or AGENTBENCH_PLAN"
+            "no plan: pass --plan FILE or --replay-transcript FILE, or set AGENTBENCH_PLAN "
+            "(the harness stages <suites>/../plans/<suite>.yml there) or AGENTBENCH_SUITE_FILE"
         )
     return load_plan(plan_path)
 

@@ -1,7 +1,10 @@
 """A final reply and the suite's `answerIncludes` -> one match decision per expected string (pure).
 
 Plain strings match standalone anywhere (`text.standalone_match`); `KEY: value` strings must be the
-reply's last lines. The screen's rule lives beside the screen parser (`device/uiautomator.py`).
+reply's last lines, compared after `normalize_answer_line` (case, spacing, markdown emphasis) and,
+when the expected value is a phone number or a size, by its form (`text.same_answer_value`). A reply longer
+than `MAX_ANSWER_CHARS` is judged by nothing (`answer_size_problem`). The screen's rule lives
+beside the screen parser (`device/uiautomator.py`).
 """
 
 from __future__ import annotations
@@ -10,34 +13,33 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pytest_agentbench.text import standalone_match
+from pytest_agentbench.text import (
+    answer_key_values,
+    is_key_value,
+    key_value_line_matches,
+    normalize_answer_line,
+    same_answer_value,
+    split_key_value,
+    standalone_match,
+)
 
-# "A word, then a colon": the key starts with a letter of any script so that times such as
-# `12:30` are not mistaken for `KEY: value` lines.
-_KEY_VALUE = re.compile(r"^\s*[^\W\d_]\w*\s*:", re.UNICODE)
+__all__ = ["MAX_ANSWER_CHARS", "AnswerMatch", "answer_key_values", "answer_size_problem", "is_key_value",
+           "key_value_line_matches", "last_nonblank_lines", "match_answer", "normalize_answer_line",
+           "same_answer_value", "split_key_value", "standalone_match"]
+
 _FENCE = re.compile(r"^\s*(```|~~~)")
-_SPACES = re.compile(r"\s+")
+
+#: A final reply longer than this is not judged: every check that reads the answer fails.
+#: Long enough for any report the suites ask for; far too short for a dump of guesses.
+MAX_ANSWER_CHARS = 8000
 
 
-def is_key_value(expected: str) -> bool:
-    """Tell whether an expected answer string is a `KEY: value` line (a word, then a colon)."""
-    return bool(_KEY_VALUE.match(expected))
-
-
-def normalize_answer_line(line: str) -> str:
-    """Reduce a line to what a `KEY: value` comparison looks at.
-
-    Case, runs of spaces, spaces around the first colon, backticks and one trailing period
-    are ignored; anything else (bold markers, bullets, extra words) still counts.
-    """
-    text = line.replace("`", "")
-    text = _SPACES.sub(" ", text).strip()
-    if text.endswith("."):
-        text = text[:-1].rstrip()
-    key, colon, value = text.partition(":")
-    if colon:
-        text = f"{key.rstrip()}:{value.lstrip()}"
-    return text.casefold()
+def answer_size_problem(reply: str | None) -> str | None:
+    """Why a final reply is too long to judge (None when it is not): over `MAX_ANSWER_CHARS`."""
+    if reply is not None and len(reply) > MAX_ANSWER_CHARS:
+        return (f"the final answer is {len(reply):,} characters, over the {MAX_ANSWER_CHARS:,}-character limit "
+                "(an answer that lists many candidates is not an answer)")
+    return None
 
 
 def last_nonblank_lines(reply: str, count: int) -> list[str]:
@@ -86,7 +88,7 @@ def match_answer(reply: str | None, expected: Sequence[str]) -> list[AnswerMatch
     for item in expected:
         if is_key_value(item):
             position = key_value_position[item].pop(0)
-            passed = normalize_answer_line(tail[position]) == normalize_answer_line(item)
+            passed = key_value_line_matches(tail[position], item)
         else:
             passed = standalone_match(reply, item, ignore_case=True)
         matches.append(AnswerMatch(item, passed, seen))

@@ -183,6 +183,8 @@ class Transcript:
     reports: tuple[AgentReport, ...] = ()
     #: Every event line in stream order, for the time split.
     timeline: tuple[LineEvent, ...] = ()
+    #: Result events after the first (`result` is the first: it decides; an error among these also counts).
+    later_results: tuple[ResultEvent, ...] = ()
 
 
 def short_tool_name(name: str) -> str:
@@ -240,6 +242,9 @@ class _Builder:
     # hide an earlier one), and `audit.crosscheck` names the reuse.
     calls: list[dict[str, Any]] = field(default_factory=list)
     result: ResultEvent | None = None
+    later_results: list[ResultEvent] = field(default_factory=list)
+    # The final answer as it stood at the first result event (what came after it does not count).
+    text_at_result: str | None = None
     unparseable: list[UnparseableLine] = field(default_factory=list)
     reports: list[AgentReport] = field(default_factory=list)
     assistant_model: str | None = None
@@ -265,7 +270,11 @@ class _Builder:
         elif kind == "user":
             answered = self._add_user(event)
         elif kind == "result":
-            self.result = _result_event(event)
+            if self.result is None:
+                self.result = _result_event(event)
+                self.text_at_result = self._final_text()
+            else:
+                self.later_results.append(_result_event(event))
         self.timeline.append(LineEvent(self.line_number, kind, opened, answered))
 
     def _add_assistant(self, event: dict[str, Any]) -> tuple[str, ...]:
@@ -334,10 +343,13 @@ class _Builder:
                 latest = latest or call
         return latest
 
-    def build(self, line_count: int) -> Transcript:
-        final_text = None
+    def _final_text(self) -> str | None:
         if self.last_message_texts and not self.last_message_has_tool_use:
-            final_text = "\n".join(self.last_message_texts)
+            return "\n".join(self.last_message_texts)
+        return None
+
+    def build(self, line_count: int) -> Transcript:
+        final_text = self.text_at_result if self.result is not None else self._final_text()
         observed_model = self.assistant_model or (self.init.model if self.init else None)
         return Transcript(
             init=self.init,
@@ -354,6 +366,7 @@ class _Builder:
             observed_model=observed_model,
             reports=tuple(self.reports),
             timeline=tuple(self.timeline),
+            later_results=tuple(self.later_results),
         )
 
 

@@ -7,7 +7,8 @@ only place a verdict is decided, for live runs and re-rendered ones alike.
   `idleTimeoutSeconds`, was killed by a signal or exited non-zero (an agent the harness ended
   because it lingered after its `result` event counts as finished), an MCP server was not
   `connected` in init (or there was no init), the stream has no `result` or an error one
-  (`error_max_budget_usd`, `error_max_turns`, `success` with `is_error` = an API error), or
+  (`error_max_budget_usd`, `error_max_turns`, `success` with `is_error` = an API error; the
+  first result event decides, and an error result after it also leaves the run incomplete), or
   some stream lines did not parse.
   The device going away during the run, or a failed device-use check when the harness could
   not list the server's tools, also leave the run incomplete: neither is the agent's doing.
@@ -19,8 +20,8 @@ only place a verdict is decided, for live runs and re-rendered ones alike.
   server's tools not listed). When both kinds of reason are present the harness's wins: a
   broken harness proves nothing about the agent. The statistics count the agent's incomplete
   runs as not passed (docs/statistics.md).
-* `failed`: the run completed, but there was no non-error call to a device-aware tool, or an
-  answer check, a screen check or a device check failed (a screen or a device source that could
+* `failed`: the run completed, but there was no non-error call to a device-aware tool, or the
+  final answer is over `matching.MAX_ANSWER_CHARS`, or an answer check, a screen check or a device check failed (a screen or a device source that could
   not be read fails its checks), or `verify.noShell` is set and the run called a shell tool.
 * `passed`: everything else.
 
@@ -44,7 +45,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Literal
 
 from pytest_agentbench.audit.crosscheck import first_mismatch, split_mcp_name
-from pytest_agentbench.audit.matching import match_answer
+from pytest_agentbench.audit.matching import answer_size_problem, match_answer
 from pytest_agentbench.audit.transcript import short_tool_name
 from pytest_agentbench.checks import CheckContext, evaluate, parse_device_checks
 from pytest_agentbench.checks.base import Check
@@ -114,7 +115,10 @@ def incomplete_findings(*, suite: Suite, transcript: Transcript, process: Proces
     elif process.exit_code is None:
         found.append(("the agent's exit status is unknown", "harness"))
     elif process.exit_code != 0:
-        found.append((f"the agent exited with code {process.exit_code}", "agent"))
+        # The agent's own last words first: "AGENTBENCH_OPENAI_BASE_URL is not set: ..." says more
+        # than an exit code.
+        said = f": {_cut(process.last_stderr_line)}" if process.last_stderr_line else ""
+        found.append((f"the agent exited with code {process.exit_code}{said}", "agent"))
     init = transcript.init
     if init is None:
         # The agent writes the init event; one that crashes or prints nothing has none.
@@ -137,6 +141,12 @@ def incomplete_findings(*, suite: Suite, transcript: Transcript, process: Proces
         status = f" (HTTP {result.api_error_status})" if result.api_error_status is not None else ""
         detail = f": {_cut(result.result)}" if result.result else ""
         found.append((f"the run ended in an API error{status}{detail}", "harness"))
+    for later in transcript.later_results:
+        if later.subtype != "success" or later.is_error:
+            what = later.subtype if later.subtype != "success" else "an API error"
+            found.append((f"a later result event ended in {what} (the first result decides, and any error result "
+                          "leaves the run incomplete)", "agent" if later.subtype != "success" else "harness"))
+            break
     if transcript.unparseable:
         first = transcript.unparseable[0]
         count = len(transcript.unparseable)
@@ -188,13 +198,26 @@ def final_reply(transcript: Transcript) -> str | None:
 
 
 def answer_checks(suite: Suite, transcript: Transcript | None, *, reply: str | None = None) -> list[Check]:
-    """Judge `verify.answerIncludes` against the final reply (see `matching.match_answer`)."""
+    """Judge `verify.answerIncludes` against the final reply (see `matching.match_answer`).
+
+    A reply over `matching.MAX_ANSWER_CHARS` is one failed `answer-size` check, and every
+    `answerIncludes` entry fails with the same reason: nothing is looked for in it.
+    """
     if transcript is not None:
         reply = final_reply(transcript)
+    too_long = answer_size_problem(reply)
+    if too_long:
+        return [Check("answer", "a final answer within the size limit", False, too_long, "answer-size"),
+                *(Check("answer", item, False, too_long, "answer") for item in suite.verify.answer_includes)]
     return [
         Check("answer", match.expected, match.passed, match.seen, "answer")
         for match in match_answer(reply, suite.verify.answer_includes)
     ]
+
+
+def judged_reply(reply: str | None) -> str | None:
+    """The reply the device checks read (`inAnswer`, `report`): None when it is over the size limit."""
+    return None if answer_size_problem(reply) else reply
 
 
 def screen_checks(suite: Suite, screen: ScreenSnapshot | None) -> list[Check]:
@@ -222,7 +245,7 @@ def device_checks(suite: Suite, state: DeviceState | None, reply: str | None) ->
     if not specs:
         return []
     state = state or DeviceState(None, None, "the device state was not read")
-    return evaluate(specs, state.before, state.after, CheckContext(answer=reply), unavailable=state.unavailable)
+    return evaluate(specs, state.before, state.after, CheckContext(answer=judged_reply(reply)), unavailable=state.unavailable)
 
 
 def state_checks(suite: Suite, screen: ScreenSnapshot | None, state: DeviceState | None, reply: str | None) -> list[Check]:
@@ -331,6 +354,8 @@ def failed_reason(check: Check) -> str:
     """The verdict's sentence for a failed check."""
     if check.kind == "device-use":
         return f"no successful call to a device-aware tool ({check.seen})"
+    if check.kind == "answer" and check.name == "answer-size":
+        return f"answer check failed: {check.seen}"
     if check.kind == "answer":
         return f"answer check failed: expected {check.expected!r}; the reply ended with: {_cut(check.seen)}"
     if check.kind == "screen":

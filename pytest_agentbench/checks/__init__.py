@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_agentbench.checks import appops, content, eventlog, jsonfile, media, prefs, report, sqlite
 from pytest_agentbench.checks.base import Check, CheckContext, DeviceReads, RawRead, Read, failed
-from pytest_agentbench.checks.cleanup import Tracker, trackers_for
+from pytest_agentbench.checks.cleanup import Tracker, device_wide_trackers, trackers_for
 from pytest_agentbench.suite.seed import SeedStep, seeds_cleanup_watches
 
 if TYPE_CHECKING:
@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 KINDS: Mapping[str, ModuleType] = {
     module.KIND: module for module in (prefs, jsonfile, sqlite, content, appops, media, eventlog, report)
 }
-#: Kinds that read the device (every kind but `report`, which reads the final answer).
+#: Kinds whose subject is the device (every kind but `report`, which judges the final answer; its `shows`
+#: reads an event log only to tie the answer to this run).
 DEVICE_KINDS = tuple(kind for kind, module in KINDS.items() if kind != report.KIND)
 
 
@@ -126,8 +127,14 @@ class SuiteChecks:
     steps: tuple[Mapping[str, Any], ...]
 
     def before_reads(self) -> tuple[Read, ...]:
-        """What the end of preflight reads: the checks that compare with it, and every watched source."""
-        return unique_reads([*check_reads(self.checks, before=True), *(tracker.read for tracker in self.trackers)])
+        """What the end of preflight reads: the checks that compare with it, and every watched source but the device-wide ones.
+
+        Cleanup compares the phone-wide sources (processes, every app-op, shared storage) with the
+        baseline only, so the before-snapshot (an audit input) does not carry them.
+        """
+        wide = {tracker.read.key for tracker in device_wide_trackers()}
+        return unique_reads([*check_reads(self.checks, before=True),
+                             *(tracker.read for tracker in self.trackers if tracker.read.key not in wide)])
 
     def after_reads(self) -> tuple[Read, ...]:
         """What the start of post-run reads: every check's source, and every watched source."""
@@ -143,15 +150,24 @@ class SuiteChecks:
 
 
 def suite_checks(device_entries: Iterable[Mapping[str, Any]], cleanup_steps: Iterable[Mapping[str, Any]] = (),
-                 seeds: Iterable[SeedStep] = ()) -> SuiteChecks:
-    """A suite's `verify.device` entries, `cleanup:` steps and `preflight.seed` steps -> SuiteChecks."""
+                 seeds: Iterable[SeedStep] = (), *, device_wide: bool = False) -> SuiteChecks:
+    """A suite's `verify.device` entries, `cleanup:` steps and `preflight.seed` steps -> SuiteChecks.
+
+    With `device_wide`, cleanup also watches the whole phone (processes first, so a daemon is
+    gone before anything is put back; then every app-op and shared storage), as every run does.
+    """
     entries, steps = tuple(device_entries), tuple(cleanup_steps)
-    return SuiteChecks(parse_device_checks(entries), trackers_for(entries, steps, seeds), steps)
+    trackers = trackers_for(entries, steps, seeds)
+    if device_wide:
+        processes, *rest = device_wide_trackers()
+        trackers = (processes, *trackers, *rest)
+    return SuiteChecks(parse_device_checks(entries), trackers, steps)
 
 
 def checks_of_suite(suite: Suite) -> SuiteChecks:
-    """A suite -> its SuiteChecks, watching every seed it can run (preflight's and its proofs')."""
-    return suite_checks(suite.verify.device, suite.cleanup, seeds_cleanup_watches(suite.preflight.seed, suite.prove))
+    """A suite -> its SuiteChecks for a run: watching every seed it can run (preflight's and its proofs') and the whole phone."""
+    return suite_checks(suite.verify.device, suite.cleanup, seeds_cleanup_watches(suite.preflight.seed, suite.prove),
+                        device_wide=True)
 
 
 __all__ = [

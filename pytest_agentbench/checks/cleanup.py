@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_agentbench.checks import appops as appops_kind
+from pytest_agentbench.checks import devicewide
 from pytest_agentbench.checks.base import DeviceReads, RawRead, Read, cut, unreadable
 from pytest_agentbench.checks.provider import parse_rows, provider_error, query_read
 from pytest_agentbench.device.shellscript import Script, sh
@@ -42,7 +43,8 @@ class Tracker:
     Attributes:
         source: `rows` (provider rows by id), `setting` (one key), `settings-query` (rows name/value),
             `appops-mode` (packages in an op's mode), `appop` (one package's op mode), `prop` (a
-            system property).
+            system property); every run also watches `processes`, `appops-all` and `files`
+            (`checks/devicewide.py`: the whole phone's processes, app-ops and shared storage).
         label: How reports name it (`contacts`, `settings global wifi_on`).
         read: The Read that shows its state.
         params: What undo needs (uri, root, namespace, key, op, mode, package).
@@ -59,10 +61,11 @@ class Tracker:
 
 @dataclass(frozen=True)
 class Action:
-    """One undo command and what it undoes."""
+    """One undo command and what it undoes; `must_succeed` False when a failure is harmless (the re-read tells)."""
 
     description: str
     script: Script
+    must_succeed: bool = True
 
 
 def rows_tracker(label: str, uri: str, *, root: bool = False) -> Tracker:
@@ -92,6 +95,11 @@ def appop_tracker(package: str, op: str) -> Tracker:
 
 def prop_tracker(name: str) -> Tracker:
     return Tracker("prop", f"property {name}", Read(f"prop:{name}", sh("getprop", name)), (("name", name),))
+
+
+def device_wide_trackers() -> tuple[Tracker, ...]:
+    """What every run watches whatever its checks name: processes first (killed before anything is put back), app-ops, shared storage."""
+    return tuple(Tracker(source, devicewide.LABELS[source], devicewide.SOURCES[source][0]) for source in devicewide.SOURCES)
 
 
 def trackers_for(check_entries: Iterable[Mapping[str, Any]], steps: Iterable[Mapping[str, Any]],
@@ -149,6 +157,11 @@ def trackers_for(check_entries: Iterable[Mapping[str, Any]], steps: Iterable[Map
 
 def _state(tracker: Tracker, raw: RawRead | None) -> tuple[Any, str | None]:
     """A tracker's state from its read: (state, None) or (None, why it is unknown)."""
+    if tracker.source in devicewide.SOURCES and raw is not None and raw.status is not None:
+        try:
+            return devicewide.parse_source(tracker.source, raw), None
+        except ValueError as exc:
+            return None, f"{tracker.label} could not be read: {cut(exc, 200)}"
     problem = unreadable(raw, tracker.label)
     if problem:
         return None, problem
@@ -210,6 +223,9 @@ def _content_delete(uri: str, where: str | None, *, root: bool) -> Script:
 
 def undo_actions(tracker: Tracker, before: Any, after: Any) -> list[Action]:
     """The commands that put a source back from `after` to `before` (both known states)."""
+    if tracker.source in devicewide.SOURCES:
+        undo = devicewide.SOURCES[tracker.source][2]
+        return [Action(item.description, item.script, item.must_succeed) for item in undo(before, after)]
     if tracker.source == "rows":
         uri, root = tracker.param("uri"), tracker.param("root")
         added = [row_id for row_id in after if row_id not in set(before)]
@@ -298,7 +314,10 @@ def plan_cleanup(trackers: Sequence[Tracker], steps: Sequence[Mapping[str, Any]]
             unknown.append(f"{tracker.label} was not compared: {why_before or why_after}")
             continue
         actions += undo_actions(tracker, was, now)
-    return CleanupPlan(tuple(actions + step_actions(steps)), tuple(unknown))
+    # A command two sources ask for (a suite's app-op and the phone-wide app-ops) runs once, where it came first.
+    seen: set[str] = set()
+    unique = [action for action in actions if not (action.script.text in seen or seen.add(action.script.text))]
+    return CleanupPlan(tuple(unique + step_actions(steps)), tuple(unknown))
 
 
 def leftovers(trackers: Sequence[Tracker], before: DeviceReads | None, reread: DeviceReads) -> list[str]:
@@ -311,6 +330,8 @@ def leftovers(trackers: Sequence[Tracker], before: DeviceReads | None, reread: D
             continue
         if why_now:
             left.append(f"{tracker.label} could not be read after cleanup: {why_now}")
+        elif tracker.source in devicewide.SOURCES:
+            left += devicewide.SOURCES[tracker.source][3](was, now)
         elif tracker.source == "rows":
             extra = [row_id for row_id in now if row_id not in set(was)]
             if extra:

@@ -107,11 +107,16 @@ def parse_lines(text: str) -> tuple[list[dict[str, Any]], int]:
 
 
 def snapshot(spec: Spec, device: DeviceReads) -> dict[str, Any]:
-    raw = device.get(reads(spec)[0].key)
+    return log_snapshot(spec.device_path, device)
+
+
+def log_snapshot(path: str, device: DeviceReads) -> dict[str, Any]:
+    """The read of one event log (`root_file_read(path)`) -> its snapshot: events, unparseable lines, missing."""
+    raw = device.get(root_file_read(path).key)
     if raw is not None and is_missing_file(raw):
         # The app has written no event yet: an empty log, not an unreadable one.
         return {"events": [], "unparseable": 0, "missing": True}
-    problem = unreadable(raw, f"the event log {spec.device_path}")
+    problem = unreadable(raw, f"the event log {path}")
     if problem:
         return snapshot_error(problem)
     events, bad = parse_lines(raw.text)  # type: ignore[union-attr]

@@ -40,7 +40,7 @@ from pytest_agentbench.checks.base import (
     snapshot_error,
     unreadable,
 )
-from pytest_agentbench.checks.values import MATCHER_KEYS, Matcher, parse_matcher
+from pytest_agentbench.checks.values import MATCHER_KEYS, Matcher, as_text, in_answer, parse_matcher
 
 KIND = "sharedPreferences"
 USES_BEFORE = False
@@ -202,4 +202,14 @@ def validate(before: Mapping[str, Any] | None, after: Mapping[str, Any], spec: S
     seen = "; ".join(_seen(alternative, values) for alternative in spec.alternatives)
     if any(_holds(alternative, values, context.answer) for alternative in spec.alternatives):
         return passed(KIND, spec.name, expected, seen)
-    return failed(KIND, spec.name, expected, f"{seen} (in {spec.path})")
+    why = [_answer_problem(alternative, values, context.answer) for alternative in spec.alternatives]
+    why_text = "".join(f"; {problem}" for problem in why if problem)
+    return failed(KIND, spec.name, expected, f"{seen} (in {spec.path}){why_text}")
+
+
+def _answer_problem(expectation: Expectation, values: Mapping[str, Any], answer: str | None) -> str | None:
+    """For an `inAnswer` expectation whose key is there: why the answer does not give the value."""
+    if expectation.matcher.op != "inAnswer" or expectation.items is not None or expectation.key not in values:
+        return None
+    value = values[expectation.key]["value"]
+    return in_answer(value if isinstance(value, str) else as_text(value), answer)

@@ -14,7 +14,7 @@ from typing import Any
 
 from pytest_agentbench.checks.base import app_path, show
 from pytest_agentbench.suite.device_rules import MATCHER_KEYS, MIN_PHONE_DIGITS
-from pytest_agentbench.text import standalone_match
+from pytest_agentbench.text import answer_key_values, normalize_answer_line, same_answer_value
 
 __all__ = ["MATCHER_KEYS", "MIN_PHONE_DIGITS", "Matcher", "PrefRef", "as_text", "digits_of", "json_lookup", "parse_matcher",
            "path_text", "same_value", "split_path"]
@@ -61,7 +61,7 @@ class Matcher:
         if self.op == "matches":
             return f"matches /{self.value}/"
         if self.op == "inAnswer":
-            return "appears in the final answer"
+            return "is the value of a closing KEY: value line of the final answer"
         if isinstance(self.value, PrefRef):
             return f"{self.op} {self.value.describe()}"
         return f"{self.op} {show(self.value)}"
@@ -74,7 +74,8 @@ class Matcher:
             value: The value (a Python value of the source's type).
             text: The source prints text (a content query), so numbers and booleans compare as text.
             answer: The agent's final answer (for `inAnswer`: a value read from the device, such as
-                a code random per run, must appear in it, standing alone, ignoring case).
+                a code random per run, must be the whole value of one of the answer's closing
+                `KEY: value` lines, see `in_answer`).
 
         Returns:
             True when it holds; an absent value holds only `exists: false`.
@@ -97,9 +98,34 @@ class Matcher:
             wanted = digits_of(str(self.value))
             return bool(wanted) and digits_of(str(value)).endswith(wanted)
         if self.op == "inAnswer":
-            shown = value if isinstance(value, str) else as_text(value)
-            return bool(answer) and bool(shown.strip()) and standalone_match(answer or "", shown.strip(), ignore_case=True)
+            return in_answer(value if isinstance(value, str) else as_text(value), answer) is None
         raise ValueError(f"unknown matcher {self.op!r}; expected one of {', '.join(MATCHER_KEYS)}")
+
+
+def in_answer(value: str, answer: str | None) -> str | None:
+    """Why a device value is not the answer's (None when it is): the `inAnswer` rule.
+
+    The value must be the whole value of one of the answer's closing `KEY: value` lines (the run
+    of such lines that ends the answer, normalised as `answerIncludes` lines are), and no key may
+    appear twice there. A value anywhere else in the text (a list of 900,000 candidate codes, a
+    sentence) does not count.
+    """
+    wanted = value.strip()
+    if not wanted:
+        return "the value read from the device is empty"
+    if not answer or not answer.strip():
+        return "there is no final answer"
+    pairs = answer_key_values(answer)
+    if not pairs:
+        return "the answer does not end with a KEY: value line"
+    keys = [key for key, _ in pairs]
+    repeated = sorted({key for key in keys if keys.count(key) > 1})
+    if repeated:
+        return f"the answer's closing lines give {', '.join(repeated)} more than once"
+    _, normalised = normalize_answer_line(f"x: {wanted}").split(":", 1)
+    if any(same_answer_value(normalised.strip(), given) for _, given in pairs):
+        return None
+    return "no closing KEY: value line of the answer has it as its value (" + "; ".join(f"{k}: {v}" for k, v in pairs[:5]) + ")"
 
 
 def parse_matcher(raw: Any) -> Matcher:

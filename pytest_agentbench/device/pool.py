@@ -6,7 +6,7 @@ import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +71,8 @@ class DevicePool:
     claim_log: Path | None = None
     sibling_wait_s: float = SIBLING_WAIT_S
     is_sibling: Callable[[int], bool] = held_by_sibling
+    #: Per device (scope, serial): the undo commands the last run's cleanup could not complete, for the next run.
+    unfinished_cleanup: dict[tuple[str, str], tuple[Any, ...]] = field(default_factory=dict)
 
     @contextmanager
     def claim(self, holder: str = "") -> Iterator[ClaimedDevice]:
@@ -120,7 +122,8 @@ class DevicePool:
                 except BaseException:
                     lock.release()
                     raise
-                return ClaimedDevice(serial=serial, adb=candidate.adb, scope=scope, lock=lock, claim=claim)
+                return ClaimedDevice(serial=serial, adb=candidate.adb, scope=scope, lock=lock, claim=claim,
+                                     unfinished=self.unfinished_cleanup)
             if not sibling_holds or time.monotonic() >= deadline:
                 raise DeviceBusy("; ".join(refusals) or "no candidate device")
             time.sleep(_SIBLING_POLL_S)
@@ -140,6 +143,19 @@ class ClaimedDevice:
     scope: str
     lock: Claim
     claim: Claim | None
+    #: The session's unfinished cleanup per device (`DevicePool.unfinished_cleanup`), shared by its claims.
+    unfinished: dict[tuple[str, str], tuple[Any, ...]] = field(default_factory=dict)
+
+    def leave_unfinished_cleanup(self, actions: tuple[Any, ...]) -> None:
+        """Keep the undo commands a run's cleanup could not complete, so the next run on this device retries them first."""
+        if actions:
+            self.unfinished[(self.scope, self.serial)] = tuple(actions)
+        else:
+            self.unfinished.pop((self.scope, self.serial), None)
+
+    def take_unfinished_cleanup(self) -> tuple[Any, ...]:
+        """The previous run's unfinished undo commands on this device (once), or ()."""
+        return self.unfinished.pop((self.scope, self.serial), ())
 
     def hand_over(self) -> None:
         if self.claim is not None:

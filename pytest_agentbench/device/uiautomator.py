@@ -19,6 +19,9 @@ if TYPE_CHECKING:
     from pytest_agentbench.device.adb import Adb
 
 _BOUNDS = re.compile(r"\[(-?\d+),(-?\d+)\]\[(-?\d+),(-?\d+)\]")
+# Class names of nodes text is typed into (EditText and its subclasses that report their own class,
+# Compose text fields); uiautomator's XML has no editable attribute.
+_EDITABLE_CLASSES = ("EditText", "TextField", "AutoCompleteTextView", "SearchAutoComplete")
 # Long texts (articles, logs) are cut so one node cannot flood the agent's context.
 _MAX_LABEL_CHARS = 80
 
@@ -63,8 +66,8 @@ class UiNode:
 
     @property
     def is_editable(self) -> bool:
-        """Whether text can be typed into the node (uiautomator has no editable attribute)."""
-        return "EditText" in self.class_name or "TextField" in self.class_name
+        """Whether text can be typed into the node (uiautomator has no editable attribute): by its class."""
+        return any(marker in self.class_name for marker in _EDITABLE_CLASSES)
 
     @property
     def is_actionable(self) -> bool:
@@ -186,21 +189,28 @@ def parse_hierarchy(xml: str | bytes) -> tuple[UiNode, ...]:
     return parse_screen(xml).nodes
 
 
-def app_texts(nodes: Iterable[UiNode], package: str) -> list[str]:
-    """Collect the visible text and content-desc of one package's nodes, in document order.
+def app_texts(nodes: Iterable[UiNode], package: str, *, editable: bool = False) -> list[str]:
+    """Collect what one package's nodes show, in document order: text and content-desc.
+
+    The `text` of an editable node (`UiNode.is_editable`: an EditText or a text field, whatever
+    the agent typed there) is not something the app shows, so it never counts; its content-desc
+    (the app's own label) does. Preflight's start-screen check, taken before any agent ran, passes
+    `editable=True`: there a field's text is the app's own (an empty omnibox shows its hint).
 
     Args:
         nodes: Parsed nodes of a dump.
         package: The app whose nodes count; other windows (system UI, keyboard) are ignored.
+        editable: Count editable nodes' text too.
 
     Returns:
-        Every non-empty text and content-desc of that package's nodes.
+        Every non-empty text and content-desc of that package's nodes, editable nodes' text left out.
     """
     texts: list[str] = []
     for node in nodes:
         if node.package != package:
             continue
-        texts.extend(value for value in (node.text, node.content_desc) if value)
+        shown = (node.content_desc,) if node.is_editable and not editable else (node.text, node.content_desc)
+        texts.extend(value for value in shown if value)
     return texts
 
 

@@ -11,12 +11,9 @@ The server is pinned and claims the phone like the built-in one (`AGENTBENCH_DEV
 from __future__ import annotations
 
 import logging
-import signal
 import sys
 from collections.abc import Sequence
-from contextlib import asynccontextmanager
-from types import FrameType
-from typing import Annotated, Any
+from typing import Annotated
 
 import anyio
 from mcp.server.mcpserver import MCPServer
@@ -29,6 +26,7 @@ from pytest_agentbench.device.shellscript import sh
 from pytest_agentbench.mcp_server.config import ServerConfig
 from pytest_agentbench.mcp_server.driver import PhoneDriver
 from pytest_agentbench.mcp_server.hub import DeviceHub
+from pytest_agentbench.mcp_server.stdio import hub_lifespan, serve_stdio
 
 SERVER_NAME = "adb-shell"
 LOG_FILE_NAME = "agentbench-adb-shell.log"
@@ -50,14 +48,7 @@ def build_server(config: ServerConfig | None = None, *, adb: Adb | None = None) 
     config = config if config is not None else ServerConfig.from_environ()
     hub = DeviceHub(config, adb if adb is not None else Adb(config.endpoint))
 
-    @asynccontextmanager
-    async def lifespan(_server: MCPServer) -> Any:
-        try:
-            yield {}
-        finally:
-            hub.release_all()
-
-    server = MCPServer(SERVER_NAME, version=__version__, lifespan=lifespan)
+    server = MCPServer(SERVER_NAME, version=__version__, lifespan=hub_lifespan(hub))
     server.hub = hub  # type: ignore[attr-defined]
 
     async def shell(
@@ -83,44 +74,13 @@ def build_server(config: ServerConfig | None = None, *, adb: Adb | None = None) 
     return server
 
 
-def _exit_on_sigterm(signum: int, _frame: FrameType | None) -> None:
-    # Unwinding through the lifespan releases the device claim.
-    raise SystemExit(128 + signum)
+USAGE = ("usage: agentbench-adb-shell  (or python -m pytest_agentbench.mcp_server.adb_shell)\n\nOne MCP tool, shell, that runs "
+         "`adb shell COMMAND` on AGENTBENCH_DEVICE_SERIAL (logs to AGENTBENCH_LOG_DIR).")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the server on stdio until the client closes it (settings come from the environment)."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    if args in (["-h"], ["--help"]):
-        print("usage: agentbench-adb-shell  (or python -m pytest_agentbench.mcp_server.adb_shell)\n\nOne MCP tool, shell, that runs "
-              "`adb shell COMMAND` on AGENTBENCH_DEVICE_SERIAL (logs to AGENTBENCH_LOG_DIR).")
-        return 0
-    if args:
-        print(f"agentbench-adb-shell: unexpected arguments {' '.join(args)!r} (see --help)", file=sys.stderr)
-        return 2
-    config = ServerConfig.from_environ()
-    root = logging.getLogger()
-    root.setLevel(logging.INFO)
-    for handler in list(root.handlers):
-        root.removeHandler(handler)
-    if config.log_dir is not None:
-        config.log_dir.mkdir(parents=True, exist_ok=True)
-        handler: logging.Handler = logging.FileHandler(config.log_dir / LOG_FILE_NAME, encoding="utf-8")
-    else:
-        handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root.addHandler(handler)
-    if config.socket_dir is not None:
-        config.socket_dir.mkdir(parents=True, exist_ok=True)
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)
-    server = build_server(config)
-    try:
-        server.run("stdio")
-    except KeyboardInterrupt:
-        return 130
-    finally:
-        server.hub.release_all()  # type: ignore[attr-defined]
-    return 0
+    return serve_stdio(argv, program="agentbench-adb-shell", usage=USAGE, log_file_name=LOG_FILE_NAME, build=build_server)
 
 
 if __name__ == "__main__":

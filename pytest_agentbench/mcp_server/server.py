@@ -7,7 +7,6 @@ import inspect
 import logging
 import re
 from collections.abc import Callable, Sequence
-from contextlib import asynccontextmanager
 from typing import Annotated, Any, Literal
 
 import anyio
@@ -20,6 +19,7 @@ from pytest_agentbench.device.adb import Adb
 from pytest_agentbench.mcp_server.config import ServerConfig
 from pytest_agentbench.mcp_server.driver import KEYCODES, Observation, PhoneDriver
 from pytest_agentbench.mcp_server.hub import DeviceHub
+from pytest_agentbench.mcp_server.stdio import hub_lifespan
 from pytest_agentbench.mcp_server.screenshots import ScreenshotRecorder
 from pytest_agentbench.device.uiautomator import UiNode, visible_texts
 
@@ -129,22 +129,46 @@ def _describe(node: UiNode) -> str:
     return " ".join(parts)
 
 
-def _pick(matches: list[UiNode], observation: Observation, what: str) -> UiNode:
-    """One node out of several that match: the app's over the system UI's, then the actionable one."""
+def pick_node(matches: list[UiNode], *, to_type: bool = False) -> UiNode | list[UiNode]:
+    """One node out of several that match a tap (or, with `to_type`, a typing) target, or the candidates left.
+
+    The app's nodes win over the system UI's. For a tap, a non-editable node wins over a text
+    field (after typing "London" in a search field, `tapOn(text="London")` means the result row,
+    not the field); to type, a text field wins. Then a single actionable node wins. Nodes with the
+    same tap point are one choice.
+
+    Returns:
+        The node, or the candidates (more than one) when the choice is still ambiguous.
+    """
     if len(matches) > 1:
         app_nodes = [node for node in matches if node.package != "com.android.systemui"]
         matches = app_nodes or matches
     if len(matches) > 1:
+        preferred = [node for node in matches if node.is_editable == to_type]
+        matches = preferred or matches
+    if len(matches) > 1:
         actionable = [node for node in matches if node.is_actionable]
         matches = actionable if len(actionable) == 1 else matches
     if len({node.center for node in matches}) > 1:
-        indexes = [str(i) for i, el in enumerate(observation.elements) if el.node in matches or
-                   any(node.text in el.texts or node.content_desc in el.texts for node in matches)]
-        raise ToolError(
-            f"{len(matches)} elements match {what} (indexes {', '.join(indexes) or 'unlisted'}); "
-            "tap one of them by index"
-        )
+        return matches
     return matches[0]
+
+
+def _pick(matches: list[UiNode], observation: Observation, what: str, *, to_type: bool = False) -> UiNode:
+    """`pick_node`, or a tool error naming every candidate (its index, class, text and place)."""
+    chosen = pick_node(matches, to_type=to_type)
+    if isinstance(chosen, UiNode):
+        return chosen
+    listed = []
+    for node in chosen:
+        index = next((str(i) for i, el in enumerate(observation.elements) if el.node == node), None)
+        where = f"at {node.center[0]},{node.center[1]}"
+        listed.append(f"{'[' + index + '] ' if index is not None else ''}{_describe(node)}"
+                      f"{' (editable)' if node.is_editable else ''} {where}")
+    raise ToolError(
+        f"{len(chosen)} elements match {what}, so the target is ambiguous: {'; '.join(listed)}; "
+        f"{'type into' if to_type else 'tap'} one of them by index"
+    )
 
 
 def _node_by_text(observation: Observation, text: str) -> UiNode:
@@ -162,11 +186,11 @@ def _node_by_text(observation: Observation, text: str) -> UiNode:
     raise ToolError(f"no element with text '{text}'{hint}; visible texts: {listing or 'none'}")
 
 
-def _node_by_id(observation: Observation, resource_id: str) -> UiNode:
+def _node_by_id(observation: Observation, resource_id: str, *, to_type: bool = False) -> UiNode:
     matches = [node for node in observation.screen.nodes
                if node.resource_id and resource_id in (node.resource_id, node.short_id)]
     if matches:
-        return _pick(matches, observation, f"id '{resource_id}'")
+        return _pick(matches, observation, f"id '{resource_id}'", to_type=to_type)
     ids = sorted({el.node.short_id for el in observation.elements if el.node.resource_id})
     raise ToolError(f"no element with id '{resource_id}'; ids on screen: {', '.join(ids) or 'none'}")
 
@@ -190,7 +214,7 @@ def _one_target(tool: str, **given: object) -> tuple[str, object] | None:
     return chosen[0] if chosen else None
 
 
-def _target(driver: PhoneDriver, kind: str, value: object) -> tuple[UiNode, Observation]:
+def _target(driver: PhoneDriver, kind: str, value: object, *, to_type: bool = False) -> tuple[UiNode, Observation]:
     """The node a tapOn/inputText target names and the observation it was found in."""
     if kind == "index":
         before = driver.current()
@@ -199,7 +223,7 @@ def _target(driver: PhoneDriver, kind: str, value: object) -> tuple[UiNode, Obse
     before = driver.observe()
     if kind == "text":
         return _node_by_text(before, str(value)), before
-    return _node_by_id(before, str(value)), before
+    return _node_by_id(before, str(value), to_type=to_type), before
 
 
 def _report(driver: PhoneDriver, before: Observation, done: str) -> str:
@@ -228,18 +252,11 @@ def build_server(config: ServerConfig | None = None, *, adb: Adb | None = None) 
     config = config if config is not None else ServerConfig.from_environ()
     hub = DeviceHub(config, adb if adb is not None else Adb(config.endpoint))
 
-    @asynccontextmanager
-    async def lifespan(_server: MCPServer) -> Any:
-        try:
-            yield {}
-        finally:
-            hub.release_all()
-
     server = AgentbenchServer(
         SERVER_NAME,
         instructions=INSTRUCTIONS if config.instructions else None,
         version=__version__,
-        lifespan=lifespan,
+        lifespan=hub_lifespan(hub),
     )
     server.hub = hub  # type: ignore[attr-defined]
     if config.screenshots and config.data_dir is not None:
@@ -332,7 +349,7 @@ def build_server(config: ServerConfig | None = None, *, adb: Adb | None = None) 
                     raise ToolError("no text field is focused; pass the index or id of the field to type into")
                 driver.type_text(text)
                 return _report(driver, before, f"typed {text!r} into the focused field")
-            node, before = _target(driver, *target)
+            node, before = _target(driver, *target, to_type=True)
             driver.type_text(text, tap_first=node.center)
             return _report(driver, before, f"typed {text!r} into {_describe(node)}")
 

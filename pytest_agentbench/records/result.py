@@ -94,6 +94,8 @@ class RunResult:
         cleanup: What cleanup did and left (shown, never judged).
         timing: Where the time went: `agent` (the time split, or None) and `harness`.
         rerendered: Set on a re-render's document.
+        sandbox: How the agent was confined (`run.confine.AgentConfinement.record`); None for
+            a run recorded before the sandbox existed.
         transcript_tail: The last tool calls, for a failure report; not part of result.json.
     """
 
@@ -124,6 +126,7 @@ class RunResult:
     cleanup: Mapping[str, Any] | None = None
     timing: Mapping[str, Any] = field(default_factory=lambda: {"agent": None, "harness": {}})
     rerendered: Rerendered | None = None
+    sandbox: Mapping[str, Any] | None = None
     transcript_tail: str | None = field(default=None, compare=False)
 
     @property
@@ -167,6 +170,7 @@ class RunResult:
             "preflight": {"roundTrips": self.preflight_round_trips, "appBuild": _plain(self.fingerprints.get("appBuild"))},
             "cleanup": _plain(self.cleanup),
             "timing": _plain(dict(self.timing)),
+            "sandbox": _plain(self.sandbox),
         }
         if self.rerendered is not None:
             document["rerendered"] = self.rerendered.to_json()
@@ -207,6 +211,7 @@ class RunResult:
             cleanup=_plain(data.get("cleanup")),
             timing={"agent": None, "harness": {}, **_plain(dict(data.get("timing") or {}))},
             rerendered=Rerendered.from_json(rerendered) if isinstance(rerendered, Mapping) else None,
+            sandbox=_plain(data.get("sandbox")),
         )
 
     def write(self, path: Path) -> None:

@@ -32,6 +32,9 @@ class ProcessOutcome:
     #: The harness ended the group after the stream's `result` event because the agent lingered:
     #: the run had finished, and `signal`/`exit_code` are the harness's doing, not a crash.
     ended_after_result: bool = False
+    #: The agent's last non-empty stderr line (its own words for why it stopped), shown beside a
+    #: non-zero exit; the agent's claim, never evidence.
+    last_stderr_line: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -41,6 +44,7 @@ class ProcessOutcome:
             "wallClockSeconds": self.wall_clock_seconds,
             "stoppedBecause": self.stopped_because,
             "endedAfterResult": self.ended_after_result,
+            "lastStderrLine": self.last_stderr_line,
         }
 
     @classmethod
@@ -54,6 +58,7 @@ class ProcessOutcome:
             wall_clock_seconds=wall if isinstance(wall, (int, float)) and not isinstance(wall, bool) else 0.0,
             stopped_because=data.get("stoppedBecause"),
             ended_after_result=bool(data.get("endedAfterResult")),
+            last_stderr_line=data.get("lastStderrLine"),
         )
 
 
@@ -141,6 +146,9 @@ class Run:
     sealed_before_agent: Mapping[str, str] = field(default_factory=dict)
     seal_problems: tuple[str, ...] = ()
     relay_log: str | None = None
+    #: How the agent was confined (`run.confine.AgentConfinement.record`): on or off, what was
+    #: asked, the policy; None for a run recorded before the sandbox existed.
+    sandbox: Mapping[str, Any] | None = None
 
     @property
     def relay_log_path(self) -> Path | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
+import shutil
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -164,9 +165,18 @@ class PrivateDaemon:
 
 
 def write_run_files(artifacts: RunArtifacts, invocation: Invocation) -> None:
-    """prompt.md, mcp-config.json (the agent's: the relay), mcp-servers.json (the harness's) and claude-command.json, before the agent starts."""
+    """prompt.md, mcp-config.json (the agent's: the relay), mcp-servers.json (the harness's) and claude-command.json, before the agent starts.
+
+    The agent reads its MCP config (and the replay agent its plan) from its workdir, since a
+    confined agent cannot read the run directory; the run directory keeps a copy as an artifact.
+    """
     artifacts.prompt.write_text(invocation.prompt, encoding="utf-8")
-    artifacts.mcp_config.write_text(json.dumps(invocation.mcp_config, indent=2) + "\n", encoding="utf-8")
+    config = json.dumps(invocation.mcp_config, indent=2) + "\n"
+    artifacts.mcp_config.write_text(config, encoding="utf-8")
+    if Path(invocation.mcp_config_path) != artifacts.mcp_config:
+        Path(invocation.mcp_config_path).write_text(config, encoding="utf-8")
+    for destination, source in invocation.staged.items():
+        shutil.copyfile(source, destination)
     if invocation.server_config:
         artifacts.server_config.write_text(json.dumps(invocation.server_config, indent=2) + "\n", encoding="utf-8")
     command = {

@@ -1,7 +1,8 @@
 """A finished run's before- and after-reads -> the undo commands and the suite's `cleanup:` steps run, the sources read again, the leftovers reported.
 
 One adb round trip: every undo command and step (each with its own exit status) and then the
-re-read of the watched sources, in one batched script (`checks/read.py`). What the sources show
+re-read of the watched sources, in one batched script (`checks/read.py`). The undo commands for
+what is still changed are handed back, so the next run on the device retries them first. What the sources show
 afterwards that they did not show before the run is reported as `cleanup left: ...`; cleanup
 never changes a verdict and never raises for the device's sake.
 """
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_agentbench.checks.base import DeviceReads, Read, cut
-from pytest_agentbench.checks.cleanup import leftovers, plan_cleanup
+from pytest_agentbench.checks.cleanup import Action, leftovers, plan_cleanup
 from pytest_agentbench.checks.read import read_device, save_reads, utc_now
 from pytest_agentbench.errors import DeviceError
 
@@ -35,6 +36,7 @@ def run_cleanup(
     run_dir: Path,
     skip_because: str | None = None,
     now: Callable[[], datetime] = utc_now,
+    unfinished: list[Action] | None = None,
 ) -> dict[str, Any] | None:
     """Undo what the run added, run the suite's cleanup steps, read the sources again.
 
@@ -47,6 +49,8 @@ def run_cleanup(
         run_dir: Where `device-cleanup.json` and `cleanup.log` go.
         skip_because: Why cleanup must not touch the device (someone else holds it, it went away).
         now: The clock that stamps the re-read.
+        unfinished: Gets the undo commands for what the re-read still shows changed, which the
+            next run on this device retries before its baseline read.
 
     Returns:
         The cleanup report for result.json (`actions`, `failed`, `left`), or None when the suite
@@ -69,13 +73,17 @@ def run_cleanup(
         status = raw.status if raw is not None else None
         output = cut(raw.text, 300) if raw is not None else ""
         actions.append({"action": action.description, "command": action.script.text, "status": status, "output": output})
-        if status != 0 or "Error" in output or "Exception" in output:
+        if action.must_succeed and (status != 0 or "Error" in output or "Exception" in output):
             failed.append(f"{action.description} (`{action.script.text}`) exited {status}: {output or 'no output'}")
     reread = DeviceReads({read.key: batch.reads.reads[read.key] for read in tracker_reads if read.key in batch.reads.reads},
                          batch.reads.read_at)
     if tracker_reads:
         save_reads(reread, run_dir, "cleanup")
     left = [*plan.unknown, *leftovers(checks.trackers, before, reread)]
+    if left and unfinished is not None:
+        # Never a kill: by the next run the pid may be another process's.
+        retry = [tracker for tracker in checks.trackers if tracker.source != "processes"]
+        unfinished += plan_cleanup(retry, (), before, reread).actions
     return _report(run_dir, actions, failed, left)
 
 

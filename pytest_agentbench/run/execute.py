@@ -12,6 +12,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,6 +21,7 @@ from pytest_agentbench.checks import checks_of_suite
 from pytest_agentbench.errors import AgentbenchError, AgentProcessError
 from pytest_agentbench.run.artifacts import PrivateDaemon, RunArtifacts, agent_workdir_parent, write_run_files
 from pytest_agentbench.run.cleanup import run_cleanup
+from pytest_agentbench.run.confine import AgentConfinement, SandboxMode
 from pytest_agentbench.run.fingerprints import requested_model, suite_digest
 from pytest_agentbench.run.invocation import Invocation, InvocationOptions, build_invocation
 from pytest_agentbench.run.postrun import PostRunState, read_post_run_state, stop_run_daemons
@@ -38,24 +40,15 @@ if TYPE_CHECKING:
     from pytest_agentbench.suite import Suite
 
 
-def device_aware_tools(cache: dict, invocation: Invocation) -> tuple[frozenset[str], str | None]:
-    """The server's device-aware tools, from its own `tools/list`, fetched once per session.
-
-    The probe starts the server with exactly the environment the agent's server gets (the
-    agent's scrubbed environment under the MCP config's `env`), so an inherited variable that
-    changes the toolset (AUTOMOBILE_DISABLED_TOOLS) cannot make the two disagree.
-
-    A server that cannot list its tools (its command is missing, it crashes at start) yields no
-    device-aware tools and the reason, and the run goes on: the agent's init event then reports
-    the server `failed`, which makes the run incomplete ("MCP server did not connect"), as the
-    seed says. The failure is not cached, so a later run in the session probes again.
-    """
-    classes, error = server_tools(cache, invocation)
-    return classes.device_aware, error
-
-
 def server_tools(cache: dict, invocation: Invocation) -> tuple[ToolClasses, str | None]:
-    """The server's device-aware and shell tools, from one `tools/list` per session (see `device_aware_tools`)."""
+    """The server's device-aware and shell tools, from its own `tools/list`, fetched once per session.
+
+    The probe starts the server with exactly the environment the run's server gets, so an
+    inherited variable that changes the toolset (AUTOMOBILE_DISABLED_TOOLS) cannot make the two
+    disagree. A server that cannot list its tools (its command is missing, it crashes at start)
+    yields no tools and the reason, and the run goes on (its audit then says why); the failure is
+    not cached, so a later run in the session probes again.
+    """
     ((name, _),) = invocation.server_config["mcpServers"].items()
     key = ("tools", name)
     if key not in cache:
@@ -85,12 +78,18 @@ def finish_device_work(device: ClaimedDevice, suite: Suite, artifacts: RunArtifa
     after_reads = checks.after_reads()
     state = read_post_run_state(device, suite, artifacts, after_reads)
     skip = state.device_unavailable if state.device_after is None and after_reads else None
+    unfinished: list = []
     cleanup = run_cleanup(device.adb, device.serial, checks, before=baseline or before, after=state.device_after,
-                          run_dir=artifacts.run_dir, skip_because=skip)
+                          run_dir=artifacts.run_dir, skip_because=skip, unfinished=unfinished)
+    # A leftover from one run never decides the next: its preflight retries these before its baseline read.
+    leave = getattr(device, "leave_unfinished_cleanup", None)
+    if leave is not None:
+        leave(tuple(unfinished))
     return state, cleanup
 
 
-def server_build(cache: dict, *, profile: ServerProfile, claude: str, environ: Mapping[str, str], adb_endpoint: str, project_root: Path) -> ServerBuild:
+def server_build(cache: dict, *, profile: ServerProfile, claude: str, environ: Mapping[str, str], adb_endpoint: str, project_root: Path,
+                 sandbox: str | None = None) -> ServerBuild:
     """`serverBuild` for this session (computed once: it hashes files and runs `adb version`)."""
     if "server_build" not in cache:
         files = [Path(p) for pattern in profile.build_files for p in sorted(glob.glob(pattern, recursive=True))]
@@ -101,6 +100,7 @@ def server_build(cache: dict, *, profile: ServerProfile, claude: str, environ: M
             adb_endpoint=adb_endpoint,
             adb_versions=adb_client_versions(environ),
             project_root=project_root,
+            sandbox=sandbox,
         )
     return cache["server_build"]
 
@@ -170,15 +170,21 @@ def measure_run(
         device.hand_over()
         harness["setupSeconds"] = _since(clock)
         started_at = now()
+        confinement = confine_run(invocation, options=options, suite=suite, run_dir=run_dir, project_root=project_root)
         try:
-            agent = run_agent(
-                invocation.argv, env=invocation.env, cwd=workdir, prompt=invocation.prompt,
-                stdout_path=artifacts.transcript, stderr_path=artifacts.stderr,
-                timeout_s=suite.claude.timeout_seconds, timing_path=artifacts.timing,
-                idle_timeout_s=suite.claude.idle_timeout_seconds, on_progress=progress,
-            )
-            process = agent.outcome
+            # Leaving the confinement waits until nothing the agent started is alive.
+            with confinement as confined:
+                agent = run_agent(
+                    confined.argv, env=confined.env, cwd=workdir, prompt=invocation.prompt,
+                    stdout_path=artifacts.transcript, stderr_path=artifacts.stderr,
+                    timeout_s=suite.claude.timeout_seconds, timing_path=artifacts.timing,
+                    idle_timeout_s=suite.claude.idle_timeout_seconds, on_progress=progress,
+                    pass_fds=confined.pass_fds, on_started=confined.started,
+                )
+            process = replace(agent.outcome, last_stderr_line=last_line(artifacts.stderr))
         except AgentProcessError as never_started:
+            if not artifacts.transcript.exists():  # refused before any process (a confined command not found)
+                artifacts.transcript.write_bytes(b"")
             # A harness or setup problem (a wrong --claude), not an agent that failed: the run is
             # incomplete, so repeat statistics never count it against the agent.
             process = ProcessOutcome(exit_code=None, timed_out=False, signal=None, wall_clock_seconds=0.0,
@@ -197,7 +203,7 @@ def measure_run(
                      private_dirs=daemon.dirs, log=artifacts.postrun_log)
     state, cleanup = finish_device_work(device, suite, artifacts, prepared.device_before, prepared.device_baseline)
     build = server_build(cache, profile=profile, claude=options.claude, environ=environ,
-                         adb_endpoint=str(device.adb.endpoint), project_root=project_root)
+                         adb_endpoint=str(device.adb.endpoint), project_root=project_root, sandbox=confinement.mode.component())
     harness["postRunSeconds"] = _since(clock)
     return Run(
         suite=suite,
@@ -226,7 +232,19 @@ def measure_run(
         suite_digest=suite_digest(suite.declared.raw, prompt_text=suite.declared.prompt_text, model_override=options.model),
         sealed_before_agent=sealed_before_agent,
         cli_version=agent_cli_version(stream_cli_version(artifacts.transcript), options.claude, cache),
+        sandbox=confinement.record(),
         relay_log=RELAY_LOG_NAME,
+    )
+
+
+def confine_run(invocation: Invocation, *, options: InvocationOptions, suite: Suite, run_dir: Path,
+                project_root: Path) -> AgentConfinement:
+    """The agent's confinement for this run (`--agentbench-sandbox`; unconfined when the options carry no mode)."""
+    mode = getattr(options, "sandbox", None) or SandboxMode("off", "off", reason="unconfined (no sandbox mode in the options)")
+    return AgentConfinement(
+        mode, invocation.argv, invocation.env, workdir=invocation.workdir, agent_command=options.claude,
+        run_dir=run_dir, output_root=getattr(options, "output", run_dir.parent.parent), project_root=project_root,
+        suite_file=Path(suite.path), relay_socket_dir=invocation.relay_socket_dir,
     )
 
 
@@ -252,6 +270,18 @@ def start_relay_hub(invocation: Invocation, artifacts: RunArtifacts) -> RelayHub
     assert invocation.relay_socket_dir is not None
     return RelayHub(socket_dir=invocation.relay_socket_dir, log_path=artifacts.relay_log, servers=servers,
                     stderr_dir=artifacts.run_dir).start()
+
+
+def last_line(path: Path, tail: int = 4096) -> str | None:
+    """The last non-empty line of a file, read from its final `tail` bytes (None when it has none)."""
+    try:
+        with path.open("rb") as stream:
+            stream.seek(max(0, stream.seek(0, 2) - tail))
+            text = stream.read().decode("utf-8", errors="replace")
+    except OSError:
+        return None
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else None
 
 
 def stream_cli_version(transcript: Path, limit: int = 65536) -> str | None:

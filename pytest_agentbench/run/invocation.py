@@ -126,6 +126,11 @@ class Invocation:
     prompt: str
     mcp_config_path: Path
     workdir: Path
+    #: Files the harness copies into the workdir before the agent starts: destination -> source
+    #: (the replay agent's plan, `AGENTBENCH_PLAN`); the agent reads nothing of the checkout.
+    staged: dict[Path, Path] = field(default_factory=dict)
+    #: The run directory's copy of the MCP config (an artifact; the agent reads `mcp_config_path`).
+    mcp_config_artifact: Path | None = None
     #: The real servers' config (`{"mcpServers": {name: {command, args, env}}}`): what the
     #: harness's relay hub starts, never shown to the agent.
     server_config: dict = field(default_factory=dict)
@@ -297,7 +302,8 @@ def build_invocation(
         ConfigError: The options ask for something the profile cannot do.
     """
     run_dir = Path(run_dir).absolute()
-    mcp_config_path = run_dir / "mcp-config.json"
+    # The agent's copy lives in its workdir: a confined agent cannot read the run directory.
+    mcp_config_path = Path(workdir).absolute() / MCP_CONFIG_NAME
     placeholders = {"device_serial": serial, "package_name": suite.app.package_name, "run_directory": str(run_dir)}
 
     allowed = suite.claude.allowed_tools or (f"mcp__{profile.name}",)
@@ -329,8 +335,16 @@ def build_invocation(
         "MCP_CONNECTION_NONBLOCKING": "false",
         "MCP_CONNECT_TIMEOUT_MS": MCP_CONNECT_TIMEOUT_MS,
         "AGENTBENCH_SUITE": suite.name,
-        "AGENTBENCH_SUITE_FILE": str(Path(suite.path).absolute()),
     }
+    # No harness path reaches the agent (the suite file once did: an agent could rewrite it). Only
+    # the scripted replay agent gets its plan, copied into its workdir; a model never sees it.
+    staged: dict[Path, Path] = {}
+    plan = replay_plan(suite, options.claude)
+    if plan is not None:
+        staged[Path(workdir).absolute() / PLAN_NAME] = plan
+        env_set["AGENTBENCH_PLAN"] = str(Path(workdir).absolute() / PLAN_NAME)
+        env_set["AGENTBENCH_APP_PACKAGE"] = suite.app.package_name
+    removed = sorted({*removed, *(name for name in HARNESS_PATH_VARIABLES if name in environ)})
     env = {name: value for name, value in environ.items() if name not in set(removed)}
     env.update(env_set)
 
@@ -353,9 +367,28 @@ def build_invocation(
         prompt=fill_placeholders(suite.prompt_text, **placeholders),
         mcp_config_path=mcp_config_path,
         workdir=Path(workdir),
+        staged=staged,
+        mcp_config_artifact=run_dir / MCP_CONFIG_NAME,
         server_config=server_config,
         relay_socket_dir=socket_dir,
     )
+
+
+#: The agent's MCP config and the replay plan, by name in the agent's workdir.
+MCP_CONFIG_NAME = "mcp-config.json"
+PLAN_NAME = "agentbench-plan.yml"
+#: The agent command that plays plans (`agents/replay.py`), by file name.
+REPLAY_COMMAND = "agentbench-replay"
+#: Harness variables an inherited environment may carry that name harness paths.
+HARNESS_PATH_VARIABLES = ("AGENTBENCH_SUITE_FILE", "AGENTBENCH_PLAN", "AGENTBENCH_APP_PACKAGE")
+
+
+def replay_plan(suite: Suite, agent_command: str) -> Path | None:
+    """The plan the replay agent plays for this suite (`<suites>/../plans/<suite>.yml`), None for any other agent or no plan."""
+    if Path(agent_command).name != REPLAY_COMMAND:
+        return None
+    plan = Path(suite.path).absolute().parent.parent / "plans" / f"{suite.name}.yml"
+    return plan if plan.is_file() else None
 
 
 #: The module `agentbench-relay` runs (`mcp_server/relay.py`); started as `python -m` so the

@@ -169,21 +169,6 @@ def stop_run_daemons(
     return list(leftovers.values())
 
 
-def read_post_run_screen(device: ClaimedDevice, suite: Suite, artifacts: RunArtifacts) -> tuple[ScreenSnapshot | None, str | None]:
-    """Take the claim back and capture the screen: `screen.xml` and `screen.png` in one round trip.
-
-    Every run saves the post-run screen for people to look at; only a suite with screen checks
-    gets a snapshot for the audit, so for the others a capture that fails is written to
-    `postrun.log` and changes nothing. A screen someone else may be driving is not read at all.
-
-    Returns:
-        The snapshot (None when the suite has no screen checks) and, when the device went
-        away, what adb said (the audit then calls the run incomplete).
-    """
-    state = read_post_run_state(device, suite, artifacts)
-    return state.screen, state.device_lost
-
-
 @dataclass(frozen=True)
 class PostRunState:
     """What post-run read: the screen, the device checks' after-reads, and whether the device went away."""

@@ -65,6 +65,8 @@ class PreflightResult:
     #: The watched sources read before preflight reset and seeded anything (cleanup puts them back to this),
     #: saved as device-baseline.json; None when the suite watches nothing.
     device_baseline: DeviceReads | None = None
+    #: The previous run's unfinished cleanup, retried before the baseline read: {action, command, status} each.
+    retried_cleanup: tuple[dict[str, object], ...] = ()
 
 
 # ----------------------------------------------------------------------------- pure parts
@@ -223,6 +225,7 @@ def run_preflight(
     device_reads: Sequence[Read] = (),
     baseline_reads: Sequence[Read] = (),
     now_ms: int | None = None,
+    unfinished_cleanup: Sequence[object] = (),
 ) -> PreflightResult:
     """Put the device and app into the suite's start state; nothing here is measured.
 
@@ -232,7 +235,10 @@ def run_preflight(
     trip and saved as `device-before.json`. With `baseline_reads` (the sources cleanup watches),
     they are read in the reset round trip before anything is reset or seeded, and saved as
     `device-baseline.json`: cleanup puts the phone back to that read. The suite's `seed` steps
-    run in the reset round trip after the app's data is cleared (their files pushed first).
+    run in the reset round trip after the app's data is cleared (their files pushed first). The
+    undo commands the previous run's cleanup on this device could not complete
+    (`unfinished_cleanup`) run in the same trip just before the baseline read, so a leftover from
+    one run never decides the next (their outcome is in `preflight.log`).
 
     Args:
         adb: The device layer.
@@ -244,6 +250,7 @@ def run_preflight(
         device_reads: What the device checks and cleanup read before the agent starts.
         baseline_reads: What cleanup compares with, read before the reset and the seeds.
         now_ms: The host clock for seeded SMS dates (injected by tests).
+        unfinished_cleanup: The previous run's unfinished undo commands (cleanup Actions: `description`, `script`).
 
     Returns:
         The device fingerprint and app build read this run, and the round trips spent.
@@ -281,7 +288,9 @@ def run_preflight(
 
     script = build_reset_script(app, preflight, staged, seeds.steps)
     nonce = secrets.token_hex(6)
-    baseline_batch = batch_script(baseline_reads, nonce) if baseline_reads else None
+    retries = [Read(f"unfinished-cleanup:{index}", action.script) for index, action in enumerate(unfinished_cleanup)]  # type: ignore[attr-defined]
+    first_reads = [*retries, *baseline_reads]
+    baseline_batch = batch_script(first_reads, nonce) if first_reads else None
     read_at = utc_now().strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     if fingerprint is None:
         script = gated(script, before=baseline_batch)
@@ -294,8 +303,15 @@ def run_preflight(
         fingerprint, output = split_device_read(serial, output)
     log.write(f"device fingerprint: {fingerprint}")
     baseline = None
+    split = split_batch(output, first_reads, nonce) if first_reads else {}
+    retried = []
+    for read, action in zip(retries, unfinished_cleanup):
+        raw = split[read.key]
+        retried.append({"action": action.description, "command": read.script.text, "status": raw.status})  # type: ignore[attr-defined]
+        log.write(f"retried the last run's unfinished cleanup: {action.description} -> exit {raw.status}"  # type: ignore[attr-defined]
+                  + (f": {raw.text.strip()[:200]}" if raw.text.strip() else ""))
     if baseline_reads:
-        baseline = DeviceReads(split_batch(output, baseline_reads, nonce), read_at)
+        baseline = DeviceReads({read.key: split[read.key] for read in baseline_reads}, read_at)
         path = save_reads(baseline, run_dir, "baseline")
         log.write(f"device baseline (before reset and seeds): {len(baseline.reads)} reads -> {path.name}")
     steps = _split_steps(output)
@@ -332,7 +348,8 @@ def run_preflight(
         capture = save_screen(adb, serial, run_dir, "start-screen", log)
     if preflight.start_screen_includes:
         xml = hierarchy_of(capture, serial)
-        texts = tuple(app_texts(parse_hierarchy(xml), package))
+        # Before the agent: a field's text is the app's own (an empty omnibox shows its hint).
+        texts = tuple(app_texts(parse_hierarchy(xml), package, editable=True))
         missing = missing_texts(preflight.start_screen_includes, list(texts))
         if missing:
             raise PreflightError(
@@ -344,7 +361,7 @@ def run_preflight(
     trips = adb.round_trips - trips_before
     log.write(f"preflight done in {trips} adb round trips")
     return PreflightResult(app_build=build, round_trips=trips, start_screen_texts=texts, device_fingerprint=fingerprint,
-                           device_before=before, device_baseline=baseline)
+                           device_before=before, device_baseline=baseline, retried_cleanup=tuple(retried))
 
 
 def _saved_before(reads: DeviceReads, run_dir: Path, log: PreflightLog) -> DeviceReads:
@@ -425,7 +442,9 @@ def preflight_suite(device: ClaimedDevice, suite: Suite, *, run_dir: Path) -> Pr
     checks = checks_of_suite(suite)
     if device.claim is None:
         device.take_back()
+    take_unfinished = getattr(device, "take_unfinished_cleanup", None)
     return run_preflight(
         device.adb, device.serial, app=suite.app, preflight=suite.preflight, run_dir=run_dir,
         device_reads=checks.before_reads(), baseline_reads=checks.baseline_reads(),
+        unfinished_cleanup=take_unfinished() if take_unfinished is not None else (),
     )

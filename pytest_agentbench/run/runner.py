@@ -224,6 +224,8 @@ def run_agent(
     idle_timeout_s: float | None = None,
     after_result_grace_s: float = AFTER_RESULT_GRACE_SECONDS,
     on_progress: Callable[[StreamProgress], None] | None = None,
+    pass_fds: Sequence[int] = (),
+    on_started: Callable[[], None] | None = None,
 ) -> AgentExit:
     """Run the agent command to completion in its own process group.
 
@@ -247,6 +249,8 @@ def run_agent(
             silent this long (None: never).
         after_result_grace_s: Seconds the agent may live on after its `result` event.
         on_progress: Called from this thread about ten times a second while the agent runs.
+        pass_fds: File descriptors the child keeps (the sandbox's `--info-fd`).
+        on_started: Called once the process exists (the sandbox closes its fd copies).
 
     Returns:
         An AgentExit.
@@ -261,7 +265,7 @@ def run_agent(
         with open(stderr_path, "wb") as err:
             proc = subprocess.Popen(
                 list(argv), stdin=subprocess.PIPE, stdout=write_fd, stderr=err,
-                cwd=str(cwd), env=dict(env), start_new_session=True,
+                cwd=str(cwd), env=dict(env), start_new_session=True, pass_fds=tuple(pass_fds),
             )
     except OSError as exc:
         os.close(read_fd)
@@ -274,6 +278,8 @@ def run_agent(
         os.close(write_fd)
     with _live_lock:
         _live_groups.add(proc.pid)
+    if on_started is not None:
+        on_started()
     recorder = StreamRecorder(read_fd, stdout_path, timing_path, started=started).start()
     threading.Thread(target=_write_prompt, args=(proc, prompt), name="agentbench-prompt", daemon=True).start()
     ended = _Ending()

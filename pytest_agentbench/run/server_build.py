@@ -252,6 +252,7 @@ def server_build_fingerprint(
     project_root: Path | None = None,
     package_root: Path = PACKAGE_ROOT,
     managed_settings_dirs: Sequence[str] = MANAGED_SETTINGS_DIRS,
+    sandbox: str | None = None,
 ) -> ServerBuild:
     """`serverBuild`: a SHA-256 prefix over everything that executes and scores a run.
 
@@ -264,6 +265,8 @@ def server_build_fingerprint(
         project_root: Where lock files are looked for (`LOCK_FILE_NAMES`), if any.
         package_root: This package's source directory.
         managed_settings_dirs: Directories of organization-managed Claude Code settings.
+        sandbox: The agent's confinement (`on (bubblewrap 0.8.0)` or `off`), when known: a
+            confined and an unconfined run measure different things, so they are not comparable.
 
     Returns:
         The digest and its components. Components hold only names, versions, hosts and
@@ -281,6 +284,8 @@ def server_build_fingerprint(
         "agentCommand": _agent_command_component(agent_command, environ),
         "adbEndpoint": adb_endpoint,
     }
+    if sandbox is not None:
+        components["sandbox"] = sandbox
     for client, output in sorted(adb_versions.items()):
         components[f"adb.{client}"] = _adb_version_text(output)
     components.update({f"provider.{key}" if key != "provider" else key: value for key, value in provider_identity(environ).items()})

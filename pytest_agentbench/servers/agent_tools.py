@@ -50,14 +50,6 @@ class AgentToolMap:
     actions: Mapping[str, ToolTemplate]
     list_devices: str | None = None
 
-    def tools_used(self) -> tuple[str, ...]:
-        """Every server tool name the agent may call, in action order."""
-        names = [template.tool for template in self.actions.values()]
-        if self.list_devices:
-            names.insert(0, self.list_devices)
-        return tuple(dict.fromkeys(names))
-
-
 def _map(observe_format: ObserveFormat, list_devices: str | None = None, **actions: tuple[str, dict[str, Any]]) -> AgentToolMap:
     templates = {name: ToolTemplate(tool, MappingProxyType(dict(arguments))) for name, (tool, arguments) in actions.items()}
     return AgentToolMap(observe_format, MappingProxyType(templates), list_devices)

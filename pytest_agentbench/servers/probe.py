@@ -166,19 +166,6 @@ def _redirect_state(server_env: Mapping[str, str], scratch: Path) -> dict[str, s
     return redirected
 
 
-def probe_device_aware_tools(mcp_config: Mapping[str, Any], *, environ: Mapping[str, str] | None = None) -> frozenset[str]:
-    """Device-aware full tool names of the single server in an MCP config.
-
-    Args:
-        mcp_config: The generated config (`{"mcpServers": {name: entry}}`).
-        environ: The inherited environment (default `os.environ`).
-
-    Returns:
-        Names like `mcp__agentbench__tapOn`.
-    """
-    return probe_tools(mcp_config, environ=environ).device_aware
-
-
 def probe_tools(mcp_config: Mapping[str, Any], *, environ: Mapping[str, str] | None = None) -> ToolClasses:
     """The device-aware and the shell tools of the single server in an MCP config (one `tools/list`).
 

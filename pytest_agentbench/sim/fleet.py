@@ -160,6 +160,8 @@ class SimFleet:
                 self.adb.disconnect(LOOPBACK, server.port)
         for server in self.servers:
             server.stop()
+        for phone in self.phones:
+            phone.processes.stop_all()  # the phones' background jobs end with them
 
     def __enter__(self) -> SimFleet:
         return self

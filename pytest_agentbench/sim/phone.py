@@ -16,6 +16,7 @@ from .fs import SimFileSystem
 from .providers import PROVIDER_CLASSES, Provider
 from .seeding import SeedingMixin
 from .system.appops import AppOpsTable
+from .system.processes import ProcessTable
 from .system.clock import local
 from .system.logbuffer import LogBuffer
 from .system.power import PowerState
@@ -117,6 +118,7 @@ class Phone(SeedingMixin):
         self.power = PowerState()
         self.providers: dict[str, Provider] = {cls.authority: cls() for cls in PROVIDER_CLASSES}
         self._next_pid = 3100
+        self.processes = ProcessTable(self._new_pid)
         self._background_pids: dict[str, int] = {}
         self._media_serial = 0
         self.log("SystemServer", "Entered the Android system server!", buffer="system")

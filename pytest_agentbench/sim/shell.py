@@ -47,6 +47,7 @@ class _Command:
 class _Pipeline:
     commands: list[_Command]
     connector: str  # the operator that precedes it: ";", "&&" or "||"
+    background: bool = False  # it ended with `&`: a job of its own (system/processes.py)
 
 
 @dataclass
@@ -59,6 +60,7 @@ class ShellSession:
     env: dict[str, str] = field(default_factory=lambda: dict(_DEFAULT_ENV))
     last_status: int = 0
     exited: bool = False  # set by `exit`: the rest of the line is skipped
+    process: object | None = None  # the background job this session runs in (its `killed` ends the line)
 
     def resolve(self, path: str) -> str:
         """Make a path absolute against the session's working directory."""
@@ -105,12 +107,13 @@ class Invocation:
     def run_argv(self, argv: list[str], *, user: str | None = None, cwd: str | None = None) -> int:
         """Run another command in a child session (run-as, sh -c) sharing this one's streams."""
         child = ShellSession(self.phone, user=user or self.session.user, cwd=cwd or self.session.cwd,
-                             env=dict(self.session.env))
+                             env=dict(self.session.env), process=self.session.process)
         return _run_simple(child, argv, self.stdin, self._out, self._err)
 
     def run_line(self, line: str) -> int:
         """Run a whole command line (`sh -c`) in a child session sharing this one's streams."""
-        child = ShellSession(self.phone, user=self.session.user, cwd=self.session.cwd, env=dict(self.session.env))
+        child = ShellSession(self.phone, user=self.session.user, cwd=self.session.cwd, env=dict(self.session.env),
+                             process=self.session.process)
         try:
             return run_line(child, line, self.stdin, self._out, self._err)
         except ShellSyntaxError as error:
@@ -135,10 +138,18 @@ def run(phone: Phone, command: str, *, user: str = "shell") -> tuple[bytes, byte
 def run_line(session: ShellSession, line: str, stdin: bytes, out: bytearray, err: bytearray) -> int:
     """Parse and run a command line in `session`, writing into the given sinks."""
     for pipeline in parse(line):
+        if getattr(session.process, "killed", False):
+            break
         if pipeline.connector == "&&" and session.last_status != 0:
             continue
         if pipeline.connector == "||" and session.last_status == 0:
             continue
+        if pipeline.background:
+            from .jobs import lasts, spawn  # noqa: PLC0415 - jobs builds on this module
+
+            if lasts(session, pipeline):
+                session.last_status = spawn(session, pipeline, stdin)
+                continue
         session.last_status = _run_pipeline(session, pipeline, stdin, out, err)
         if session.exited:
             break
@@ -283,7 +294,7 @@ def _fd_operator(fd: str, op: str) -> str:
 
 
 def parse(line: str) -> list[_Pipeline]:
-    """Turn a command line into pipelines joined by `;`, `&&`, `||` (and `&`, run in the foreground here)."""
+    """Turn a command line into pipelines joined by `;`, `&&`, `||` and `&` (which puts the one before it in the background)."""
     pipelines: list[_Pipeline] = []
     current = _Command()
     commands: list[_Command] = []
@@ -298,7 +309,7 @@ def parse(line: str) -> list[_Pipeline]:
         elif commands or next_connector in ("&&", "||") or op == "|":
             raise ShellSyntaxError(f"'{op}' unexpected")
         if commands:
-            pipelines.append(_Pipeline(commands, connector))
+            pipelines.append(_Pipeline(commands, connector, background=op == "&"))
         elif next_connector in ("&&", "||"):
             raise ShellSyntaxError(f"'{op}' unexpected")
         current, commands, connector = _Command(), [], next_connector

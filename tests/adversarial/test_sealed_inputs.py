@@ -114,4 +114,14 @@ def test_an_untouched_saved_run_re_renders_to_its_verdict(lab, honest, tmp_path:
 
 
 #: The rewriting agent needs the run directory, which only an unconfined run lets it reach.
-UNCONFINED: tuple[str, ...] = ()
+UNCONFINED: tuple[str, ...] = ("--agentbench-sandbox", "off")
+
+
+def test_confined_the_same_agent_cannot_reach_its_before_snapshot(lab, tmp_path: Path) -> None:
+    agent = tmp_path / "agent"
+    agent.write_text(REWRITING_AGENT, encoding="utf-8")
+    agent.chmod(0o755)
+    result, output = session(lab, tmp_path, "benchmark/", "--claude", str(agent), "--agentbench-sandbox", "on")
+    # Its --mcp-config is in its own workdir: what it appended to is not the harness's file.
+    assert result["verdict"]["status"] == "passed", output
+    assert result["sandbox"]["mode"] == "on"

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 from adbserver import PrivateAdbServer, start_private_adb_server
-from fakeagents import Behaviour, junit_cases, make_project, run_session, session_env, write_dispatcher
+from fakeagents import UNCONFINED, Behaviour, junit_cases, make_project, run_session, session_env, write_dispatcher
 
 ANSWER = "Done.\nEXPECTED_COUNT: 3\nDISPLAYED_COUNT: 0"
 
@@ -120,9 +120,12 @@ def session(adb_server: PrivateAdbServer, tmp_path_factory: pytest.TempPathFacto
     tmp = tmp_path_factory.mktemp("claims")
     project = make_project(tmp / "project", {name: {**overrides, "preflight": {"settleSeconds": 0.3}} for name, overrides in SUITES.items()})
     behaviours = {name: Behaviour("replay" if name == "honest-replay" else name, {"final": ANSWER}) for name in SUITES}
-    agent = write_dispatcher(tmp / "agent", behaviours, bodies=BODIES)
+    agent = write_dispatcher(tmp / "agent", behaviours, bodies=BODIES, project=project)
     env = session_env(adb_server.port, tmp / "claims")
-    done = run_session(project, ["benchmark/", "--device", "sim", "--claude", str(agent), f"--junitxml={tmp / 'r.xml'}",
+    # Unconfined on purpose: the relay's evidence must catch these lies even from an agent that
+    # can reach the device itself (its own server does the job); confinement is class B
+    # (test_confinement.py), where such a server cannot reach the phone at all.
+    done = run_session(project, ["benchmark/", *UNCONFINED, "--device", "sim", "--claude", str(agent), f"--junitxml={tmp / 'r.xml'}",
                                  "--agentbench-output", str(tmp / "out"), "-rA"], env)
     cases = junit_cases(tmp / "r.xml")
     assert set(cases) == set(SUITES), done.stdout[-4000:] + done.stderr[-2000:]

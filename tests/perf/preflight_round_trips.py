@@ -30,7 +30,7 @@ TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
 
 from adbserver import start_private_adb_server
-from fakeagents import REPO, pytest_argv, session_env, write_agent
+from fakeagents import REPO, UNCONFINED, pytest_argv, session_env, write_agent
 
 from pytest_agentbench.sim.fleet import SimFleet
 
@@ -51,7 +51,7 @@ def measure(work: Path, suite: str = "bug-repro") -> tuple[list[str], Counter, i
             env = session_env(server.port, work / "claims")
             log_start, counts_start = len(phone.command_log), Counter(phone.counters)
             proc = subprocess.Popen(
-                pytest_argv(f"benchmark/agent/suites/{suite}.yml", "--device", serial, "--claude", str(agent),
+                pytest_argv(f"benchmark/agent/suites/{suite}.yml", *UNCONFINED, "--device", serial, "--claude", str(agent),
                             "--agentbench-output", str(work / "out"), "-q"),
                 cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                 text=True, start_new_session=True,

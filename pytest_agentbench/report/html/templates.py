@@ -44,9 +44,3 @@ def render_template(name: str, **values: Any) -> str:
     return environment().get_template(name).render(**values)
 
 
-def static_text(name: str) -> str:
-    """A static file of `templates/` (the stylesheet, the script) as text, to inline into the page."""
-    loader = environment().loader
-    assert loader is not None
-    source, _, _ = loader.get_source(environment(), name)
-    return source

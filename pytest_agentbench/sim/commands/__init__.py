@@ -38,5 +38,5 @@ def lookup(name: str, fs: object | None = None) -> Handler | None:
 
 
 # Importing the families registers their commands.
-from . import (am, appops, cmd, content, coreutils, dumpsys, input, logcat, pm, props, run_as, screencap,  # noqa: E402,F401
-               settings, su, textutils, uiautomator, wm)
+from . import (am, appops, cmd, content, coreutils, dumpsys, find, input, logcat, pm, processes, props, run_as,  # noqa: E402,F401
+               screencap, settings, su, textutils, uiautomator, wm)

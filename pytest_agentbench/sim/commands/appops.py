@@ -1,4 +1,4 @@
-"""`cmd appops get|set|reset|query-op` (and the `appops` binary), `cmd deviceidle whitelist` -> app-op and idle state.
+"""`cmd appops get|set|reset|query-op` (and the `appops` binary), `dumpsys appops`, `cmd deviceidle whitelist` -> app-op and idle state.
 
 Output follows Android 14's AppOpsService.Shell: `OP: mode[; time=+5m1s2ms ago][ (running)]` lines,
 `No operations.` plus `Default mode: ...` for an op nothing set, errors as `Error: ...` on stderr
@@ -159,6 +159,40 @@ def _query_op(inv: Invocation, args: list[str]) -> int:
         inv.out("No operations.\n")
         return 0
     inv.out("".join(f"{package}\n" for package in packages))
+    return 0
+
+
+def format_uid(uid: int) -> str:
+    """UserHandle.formatUid: `1000`, `u0a123` (an app of user 0), as `dumpsys appops` names uids."""
+    if uid < FIRST_APPLICATION_UID:
+        return str(uid)
+    return f"u{uid // 100000}a{uid % 100000 - FIRST_APPLICATION_UID}"
+
+
+def appops_dump(inv: Invocation) -> int:
+    """`dumpsys appops`: per uid its state, its uid modes (`OP: mode=M`), then per package `OP (mode):` and access lines."""
+    phone, table, now = inv.phone, inv.phone.appops, time.time()
+    by_uid: dict[int, list[str]] = {uid: [] for uid in table.uids}
+    for package in table.packages:
+        info = phone.packages.get(package)
+        if info is not None:
+            by_uid.setdefault(info.uid, []).append(package)
+    lines = ["Current AppOps Service state:", "  Settings:", "    top_state_settle_time=+5s0ms",
+             "    fg_service_state_settle_time=+5s0ms", "    bg_state_settle_time=+1s0ms", ""]
+    for uid in sorted(by_uid):
+        lines += [f"  Uid {format_uid(uid)}:", "    state=cch", "    capability=LCMN", "    appWidgetVisible=false"]
+        lines += [f"      {op}: mode={MODE_NAMES[mode]}" for op, mode in sorted(table.uids.get(uid, {}).items())]
+        for package in sorted(by_uid[uid]):
+            lines.append(f"    Package {package}:")
+            for op, entry in table.entries(package):
+                lines.append(f"      {op} ({MODE_NAMES[entry.mode]}): ")
+                if entry.last_access is not None:
+                    stamp = time.strftime("%Y-%m-%d %H:%M:%S.000", time.localtime(entry.last_access))
+                    ago = format_duration(int((now - entry.last_access) * 1000))
+                    lines.append(f"          Access: [bg-s] {stamp} (-{ago.lstrip('+')})")
+                    if entry.running:
+                        lines.append(f"          Running start at: {ago} ago")
+    inv.out("\n".join(lines) + "\n")
     return 0
 
 

@@ -10,7 +10,6 @@ import time
 from collections.abc import Callable
 
 from ..shell import Invocation
-from ..users import name_of
 from . import command
 
 
@@ -293,8 +292,12 @@ def sleep(inv: Invocation) -> int:
     except ValueError:
         return inv.fail(f"sleep: invalid number '{inv.args[0]}'")
     # Other adb streams must keep being served while this one sleeps, so the phone's lock is let go.
+    job = inv.session.process
     with inv.phone.unlocked():
-        time.sleep(max(0.0, min(seconds, 60.0)))
+        if job is not None:  # a background job sleeps as long as it is told, and wakes when it is killed
+            job.ended.wait(max(0.0, seconds))  # type: ignore[attr-defined]
+        else:
+            time.sleep(max(0.0, min(seconds, 60.0)))
     return 0
 
 
@@ -472,19 +475,3 @@ def test(inv: Invocation) -> int:
     else:
         return inv.fail(f"{inv.name}: unknown condition", 2)
     return 0 if result != negate else 1
-
-
-@command("ps")
-def ps(inv: Invocation) -> int:
-    inv.out("USER           PID  PPID     VSZ    RSS WCHAN            ADDR S NAME\n"
-            "root             1     0 10782796  9564 do_epoll_wait       0 S init\n"
-            "system         512     1 14735204 41000 do_epoll_wait       0 S system_server\n")
-    phone = inv.phone
-    # App processes, and the background processes whose pids wake locks and logcat show.
-    pids = {package: phone.process_pid(package) for package in phone.runtimes}
-    pids.update({package: pid for package, pid in phone.background_pids().items() if package not in pids})
-    for package, pid in sorted(pids.items(), key=lambda item: item[1]):
-        if package in phone.packages:
-            user = name_of(phone, package)
-            inv.out(f"{user:<10}{pid:>8}   310 13924548 120000 do_epoll_wait       0 S {package}\n")
-    return 0

@@ -1,4 +1,4 @@
-"""`dumpsys window|package|power|SurfaceFlinger|activity|display` -> text shaped like Android 14's dumps."""
+"""`dumpsys window|package|power|SurfaceFlinger|activity|display|appops` -> text shaped like Android 14's dumps."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from ..shell import Invocation
 from ..system.power import wake_lock_line
 from . import command
 from .am import short_component
-from .appops import deviceidle_listing
+from .appops import appops_dump, deviceidle_listing
 
 
 def _stamp(epoch: int) -> str:
@@ -18,7 +18,7 @@ def _stamp(epoch: int) -> str:
 @command("dumpsys")
 def dumpsys(inv: Invocation) -> int:
     if not inv.args:
-        inv.out("Currently running services:\n  SurfaceFlinger\n  activity\n  deviceidle\n  display\n  package\n"
+        inv.out("Currently running services:\n  SurfaceFlinger\n  activity\n  appops\n  deviceidle\n  display\n  package\n"
                 "  power\n  window\n")
         return 0
     service, rest = inv.args[0], inv.args[1:]
@@ -34,6 +34,8 @@ def dumpsys(inv: Invocation) -> int:
         return _activity(inv, rest)
     if service == "display":
         return _display(inv)
+    if service == "appops":
+        return appops_dump(inv)
     if service == "deviceidle":
         inv.out(deviceidle_listing(inv) if rest[:1] == ["whitelist"] else
                 "  mLightEnabled=true  mDeepEnabled=true\n  mState=ACTIVE mLightState=ACTIVE\n  Whitelist user apps:\n"

@@ -114,7 +114,13 @@ class AppOpsTable:
                 del self.packages[package]
 
     def set_uid_mode(self, uid: int, op: str, mode: int) -> None:
-        self.uids.setdefault(uid, {})[op] = mode
+        """Set a uid mode; the op's default mode drops it (AppOpsCheckingServiceImpl.setUidMode)."""
+        modes = self.uids.setdefault(uid, {})
+        modes[op] = mode
+        if mode == default_mode(op):
+            del modes[op]
+            if not modes:
+                del self.uids[uid]
 
     def note(self, package: str, op: str, when: float, *, running: bool = False) -> None:
         """Record that the app used an op (what `get` shows as `time=... ago`)."""

@@ -1,0 +1,197 @@
+"""The sandbox's allowed endpoints -> unix sockets outside it: one carries to one TCP endpoint, one is an allowlisting CONNECT proxy.
+
+The agent's network namespace has only loopback. Inside, `run/sandbox_forward.py` listens on the
+loopback ports the agent is told about and carries each connection to one of these sockets;
+here each socket leads to exactly one endpoint (a local model API) or, for the proxy socket, to
+a host the `CONNECT` request names if it is on the allowlist (the model provider's host). A
+refused `CONNECT` is answered 403 and remembered (`NetBridge.refused`), so the run's record can
+say what the agent tried to reach. Threads of the harness's own process; `close` ends them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import socket
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from pytest_agentbench.run.sandbox_forward import pump
+from pytest_agentbench.run.stream import block_main_thread_signals
+
+_CHUNK = 65536
+_MAX_HEADER = 16384
+_CONNECT_TIMEOUT_S = 15.0
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A TCP endpoint the agent may reach: `host` as the agent names it, and its port."""
+
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+
+def _pump(source: socket.socket, target: socket.socket) -> None:
+    # A bridge thread of the harness: Ctrl+C belongs to the main thread.
+    block_main_thread_signals()
+    pump(source, target)
+
+
+def _splice(client: socket.socket, upstream: socket.socket, connections: set[socket.socket], lock: threading.Lock) -> None:
+    with lock:
+        connections.update((client, upstream))
+    back = threading.Thread(target=_pump, args=(upstream, client), name="agentbench-net", daemon=True)
+    back.start()
+    _pump(client, upstream)
+    back.join()
+    with lock:
+        connections.difference_update((client, upstream))
+    client.close()
+    upstream.close()
+
+
+def _read_header(client: socket.socket) -> bytes | None:
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = client.recv(4096)
+        if not chunk or len(data) > _MAX_HEADER:
+            return None
+        data += chunk
+    return data
+
+
+def parse_connect(header: bytes) -> Endpoint | None:
+    """The target of an HTTP `CONNECT host:port HTTP/1.x` request, or None for anything else."""
+    first = header.split(b"\r\n", 1)[0].decode("latin-1").split()
+    if len(first) != 3 or first[0].upper() != "CONNECT":
+        return None
+    host, _, port = first[1].rpartition(":")
+    if not host or not port.isdigit():
+        return None
+    return Endpoint(host.strip("[]").lower().rstrip("."), int(port))
+
+
+class NetBridge:
+    """Unix sockets in `directory` leading to the sandbox's allowed endpoints (threads of this process)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = Path(directory)
+        self.refused: list[str] = []
+        self._listeners: dict[socket.socket, tuple[str, object]] = {}
+        self._paths: list[Path] = []
+        self._connections: set[socket.socket] = set()
+        self._lock = threading.Lock()
+        self._selector = selectors.DefaultSelector()
+        self._wake_r, self._wake_w = os.pipe()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+    def _listen(self, name: str, kind: str, target: object) -> Path:
+        path = self.directory / f"{name}.sock"
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.bind(str(path))
+        sock.listen(64)
+        self._listeners[sock] = (kind, target)
+        self._paths.append(path)
+        return path
+
+    def forward(self, name: str, target: Endpoint) -> Path:
+        """A socket whose every connection is carried to `target`; returns its path."""
+        return self._listen(name, "forward", target)
+
+    def proxy(self, name: str, allowed: Iterable[Endpoint]) -> Path:
+        """A CONNECT proxy socket that opens tunnels only to `allowed`; returns its path."""
+        return self._listen(name, "proxy", frozenset(Endpoint(e.host.lower(), e.port) for e in allowed))
+
+    def start(self) -> NetBridge:
+        """Start accepting (one thread for every socket, a thread pair per connection)."""
+        for sock in self._listeners:
+            self._selector.register(sock, selectors.EVENT_READ)
+        self._selector.register(self._wake_r, selectors.EVENT_READ)
+        self._thread = threading.Thread(target=self._accept_loop, name="agentbench-netbridge", daemon=True)
+        self._thread.start()
+        return self
+
+    def _accept_loop(self) -> None:
+        block_main_thread_signals()
+        while not self._closed:
+            for key, _ in self._selector.select():
+                if key.fileobj == self._wake_r:
+                    return
+                try:
+                    client, _ = key.fileobj.accept()  # type: ignore[union-attr]
+                except OSError:
+                    continue
+                kind, target = self._listeners[key.fileobj]  # type: ignore[index]
+                handler = self._forward if kind == "forward" else self._tunnel
+                threading.Thread(target=handler, args=(client, target), name="agentbench-net", daemon=True).start()
+
+    def _forward(self, client: socket.socket, target: Endpoint) -> None:
+        block_main_thread_signals()
+        try:
+            upstream = socket.create_connection((target.host, target.port), timeout=_CONNECT_TIMEOUT_S)
+            upstream.settimeout(None)
+        except OSError:
+            client.close()
+            return
+        _splice(client, upstream, self._connections, self._lock)
+
+    def _tunnel(self, client: socket.socket, allowed: frozenset[Endpoint]) -> None:
+        block_main_thread_signals()
+        try:
+            header = _read_header(client)
+            target = parse_connect(header) if header is not None else None
+            if target is None or target not in allowed:
+                what = str(target) if target is not None else "a request that is not CONNECT"
+                with self._lock:
+                    self.refused.append(what)
+                client.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n"
+                               + f"agentbench sandbox: {what} is not an endpoint this run needs\n".encode())
+                client.close()
+                return
+            try:
+                upstream = socket.create_connection((target.host, target.port), timeout=_CONNECT_TIMEOUT_S)
+                upstream.settimeout(None)
+            except OSError as exc:
+                client.sendall(f"HTTP/1.1 502 Bad Gateway\r\nConnection: close\r\n\r\n{exc}\n".encode())
+                client.close()
+                return
+            client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            # Bytes the client sent after the header (a TLS hello) go on first.
+            rest = header.split(b"\r\n\r\n", 1)[1] if header else b""
+            if rest:
+                upstream.sendall(rest)
+        except OSError:
+            client.close()
+            return
+        _splice(client, upstream, self._connections, self._lock)
+
+    def close(self) -> None:
+        """Stop accepting, close every socket and connection, remove the socket files."""
+        if self._closed:
+            return
+        self._closed = True
+        with contextlib.suppress(OSError):
+            os.write(self._wake_w, b"x")
+        if self._thread is not None:
+            self._thread.join(timeout=2.0)
+        with self._lock:
+            open_connections = list(self._connections)
+        for sock in open_connections:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+        for sock in self._listeners:
+            sock.close()
+        for path in self._paths:
+            with contextlib.suppress(OSError):
+                path.unlink()
+        self._selector.close()
+        os.close(self._wake_r)
+        os.close(self._wake_w)

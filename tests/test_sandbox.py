@@ -1,0 +1,248 @@
+"""The sandbox primitives on their own: a python program confined by bwrap -> what it can and cannot see, write and reach."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+
+from pytest_agentbench.run import sandbox
+from pytest_agentbench.run.netbridge import Endpoint, NetBridge, parse_connect
+from pytest_agentbench.run.sandbox_policy import agent_kind, build_policy, is_loopback, model_endpoints, url_endpoint
+
+AVAILABLE = sandbox.probe()
+needs_bwrap = pytest.mark.skipif(not AVAILABLE.usable, reason=f"no sandbox here: {AVAILABLE.reason}")
+
+
+class EchoServer:
+    """A loopback TCP server that answers every line with `echo: <line>` (stands in for adb or a model API)."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.port = self.sock.getsockname()[1]
+        self.accepted = 0
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                client, _ = self.sock.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            with client:
+                data = client.recv(1024)
+                client.sendall(b"echo: " + data)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@pytest.fixture
+def echo():
+    server = EchoServer()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def layout(tmp_path: Path) -> dict[str, Path]:
+    paths = {name: tmp_path / name for name in ("project", "output", "workdir")}
+    for path in paths.values():
+        path.mkdir()
+    paths["suites"] = paths["project"] / "bench" / "suites"
+    paths["suites"].mkdir(parents=True)
+    paths["suite"] = paths["suites"] / "demo.yml"
+    paths["suite"].write_text("name: demo\n")
+    paths["run"] = paths["output"] / "demo" / "run1"
+    paths["run"].mkdir(parents=True)
+    (paths["run"] / "device-before.json").write_text('{"code": "123456"}')
+    return paths
+
+
+def policy_for(layout: dict[str, Path], *, environ: dict | None = None, command: str = "agentbench-replay", **extra):
+    return build_policy(
+        workdir=layout["workdir"], agent_command=command, environ={"PATH": os.environ["PATH"], **(environ or {})},
+        run_dir=layout["run"], output_root=layout["output"], project_root=layout["project"], suite_file=layout["suite"], **extra,
+    )
+
+
+def confined_python(policy, code: str, *, timeout: float = 30) -> tuple[subprocess.CompletedProcess, sandbox.Confinement]:
+    argv = [sys.executable, "-c", textwrap.dedent(code)]
+    with sandbox.Confinement(policy, argv, dict(os.environ)) as confined:
+        proc = subprocess.Popen(confined.argv, env=confined.env, pass_fds=confined.pass_fds, start_new_session=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=policy.workdir)
+        confined.started()
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, 9)
+                proc.wait()
+    return subprocess.CompletedProcess(argv, proc.returncode, out.decode(), err.decode()), confined
+
+
+# --- pure parts -------------------------------------------------------------------------------
+
+
+def test_agent_kinds_and_endpoints() -> None:
+    assert agent_kind("/venv/bin/agentbench-replay") == "replay"
+    assert agent_kind("agentbench-agent") == "openai"
+    assert agent_kind("/opt/claude") == "claude"
+    assert model_endpoints("claude", {}) == ([Endpoint("api.anthropic.com", 443)], [])
+    assert model_endpoints("claude", {"ANTHROPIC_BASE_URL": "http://127.0.0.1:8123/x"}) == ([Endpoint("127.0.0.1", 8123)], [])
+    assert model_endpoints("openai", {"AGENTBENCH_OPENAI_BASE_URL": "https://llm.example/v1"}) == ([Endpoint("llm.example", 443)], [])
+    assert model_endpoints("replay", {"ANTHROPIC_BASE_URL": "http://127.0.0.1:1"}) == ([], [])
+    # Behind a corporate proxy, the proxy is the one endpoint the agent needs.
+    endpoints, notes = model_endpoints("claude", {"HTTPS_PROXY": "http://proxy.corp:8080"})
+    assert endpoints == [Endpoint("proxy.corp", 8080)] and "proxy" in notes[0]
+    assert is_loopback("localhost") and is_loopback("127.0.0.5") and is_loopback("::1") and not is_loopback("10.0.0.1")
+    assert url_endpoint("ftp://x") is None
+
+
+def test_policy_hides_the_run_tree_and_shows_the_interpreter_again(layout) -> None:
+    policy = policy_for(layout, environ={"ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}, command="claude",
+                        interpreter_prefixes=[str(layout["project"] / "no-venv")])
+    hidden = set(policy.hide)
+    assert Path("/tmp").resolve() in hidden  # the run dir, output and project live below it here
+    assert policy.loopback == (Endpoint("127.0.0.1", 9),) and policy.remote == ()
+    assert policy.describe()["agentKind"] == "claude"
+
+
+def test_connect_requests_are_parsed() -> None:
+    assert parse_connect(b"CONNECT api.anthropic.com:443 HTTP/1.1\r\nHost: x\r\n\r\n") == Endpoint("api.anthropic.com", 443)
+    assert parse_connect(b"GET http://x/ HTTP/1.1\r\n\r\n") is None
+
+
+def test_the_proxy_opens_tunnels_only_to_allowed_endpoints(tmp_path: Path, echo: EchoServer) -> None:
+    bridge = NetBridge(tmp_path)
+    path = bridge.proxy("proxy", [Endpoint("127.0.0.1", echo.port)])
+    bridge.start()
+    try:
+        def ask(target: str) -> bytes:
+            with socket.socket(socket.AF_UNIX) as client:
+                client.connect(str(path))
+                client.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
+                reply = client.recv(4096)
+                if b" 200 " in reply:
+                    client.sendall(b"hello")
+                    reply += client.recv(4096)
+                return reply
+
+        assert ask(f"127.0.0.1:{echo.port}").endswith(b"echo: hello")
+        assert b"403" in ask("evil.example:443")
+        assert bridge.refused == ["evil.example:443"]
+    finally:
+        bridge.close()
+
+
+# --- confined programs ------------------------------------------------------------------------
+
+
+@needs_bwrap
+def test_confined_python_cannot_reach_a_loopback_port_it_was_not_given(layout, echo: EchoServer) -> None:
+    result, _ = confined_python(policy_for(layout), f"""
+        import socket
+        try:
+            socket.create_connection(("127.0.0.1", {echo.port}), timeout=2)
+            print("connected")
+        except OSError as exc:
+            print("refused", exc.errno)
+    """)
+    assert result.stdout.startswith("refused"), result
+    assert echo.accepted == 0
+
+
+@needs_bwrap
+def test_confined_python_reaches_the_allowed_loopback_endpoint(layout, echo: EchoServer) -> None:
+    policy = policy_for(layout, environ={"ANTHROPIC_BASE_URL": f"http://127.0.0.1:{echo.port}"}, command="claude")
+    result, _ = confined_python(policy, f"""
+        import socket
+        with socket.create_connection(("127.0.0.1", {echo.port}), timeout=5) as s:
+            s.sendall(b"ping")
+            print(s.recv(100).decode())
+    """)
+    assert result.stdout.strip() == "echo: ping", result
+    assert echo.accepted == 1
+
+
+@needs_bwrap
+def test_confined_python_reaches_an_allowed_remote_host_only_through_the_proxy(layout, echo: EchoServer) -> None:
+    policy = policy_for(layout)
+    policy = type(policy)(**{**policy.__dict__, "remote": (Endpoint("127.0.0.1", echo.port),)})
+    result, confined = confined_python(policy, f"""
+        import os, socket
+        proxy = os.environ["HTTPS_PROXY"].rsplit(":", 1)
+        def tunnel(target):
+            s = socket.create_connection(("127.0.0.1", int(proxy[1])), timeout=5)
+            s.sendall(f"CONNECT {{target}} HTTP/1.1\\r\\n\\r\\n".encode())
+            return s, s.recv(200).split(b"\\r\\n")[0].decode()
+        s, status = tunnel("127.0.0.1:{echo.port}")
+        s.sendall(b"through")
+        print(status, s.recv(100).decode())
+        print(tunnel("api.openai.com:443")[1])
+    """)
+    first, second = result.stdout.strip().splitlines()
+    assert first == "HTTP/1.1 200 Connection established echo: through", result
+    assert "403" in second
+    assert confined.refused == ["api.openai.com:443"]
+
+
+@needs_bwrap
+def test_confined_python_cannot_read_the_run_dir_or_suites_nor_write_outside_its_workdir(layout) -> None:
+    result, _ = confined_python(policy_for(layout), f"""
+        import json, os
+        seen = {{}}
+        for name, path in {json.dumps({k: str(v) for k, v in layout.items()})}.items():
+            seen[name] = os.path.exists(path)
+        def write(path):
+            try:
+                open(path, "w").write("x")
+                return "wrote"
+            except OSError as exc:
+                return exc.strerror
+        seen["write-suite"] = write({str(layout["suite"])!r})
+        seen["write-etc"] = write("/etc/agentbench-test")
+        seen["write-workdir"] = write("own-file")
+        seen["home"] = os.environ["HOME"]
+        seen["cwd"] = os.getcwd()
+        print(json.dumps(seen))
+    """)
+    seen = json.loads(result.stdout)
+    assert seen["run"] is False and seen["suite"] is False and seen["suites"] is False and seen["output"] is False
+    assert seen["write-suite"] != "wrote" and seen["write-etc"] != "wrote"
+    assert seen["write-workdir"] == "wrote"
+    assert seen["home"] == seen["cwd"] == str(layout["workdir"].resolve())
+    assert (layout["workdir"] / "own-file").read_text() == "x"
+    assert layout["suite"].read_text() == "name: demo\n"
+
+
+@needs_bwrap
+def test_a_daemon_the_confined_program_leaves_is_gone_when_the_confinement_ends(layout, tmp_path: Path) -> None:
+    marker = f"agentbench-daemon-{os.getpid()}"
+    result, confined = confined_python(policy_for(layout), f"""
+        import os, subprocess, sys
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", {marker!r}], start_new_session=True,
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        print("left a daemon")
+    """)
+    assert result.stdout.strip() == "left a daemon"
+    assert confined.namespace_pid is not None and confined.leftovers == []
+    alive = [p for p in Path("/proc").iterdir() if p.name.isdigit() and marker.encode() in _cmdline(p)]
+    assert alive == []
+
+
+def _cmdline(proc: Path) -> bytes:
+    try:
+        return (proc / "cmdline").read_bytes()
+    except OSError:
+        return b""
