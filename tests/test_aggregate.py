@@ -153,7 +153,7 @@ def test_same_seeds_pair_up_and_use_mcnemar(tmp_path: Path) -> None:
     assert "baseline: 7/10 passed (70%, 95% CI 40–89%), 2 incomplete" in text
     assert "this run: 2/10 passed (20%, 95% CI 6–51%), 2 incomplete" in text
     assert re.search(r"difference this run - baseline: -50 points \(95% CI -\d+ to -\d+\); McNemar exact p = 0\.062", text), text
-    assert "10 paired instances, 2 with an incomplete side left out" in text
+    assert "10 paired instances, 2 with a harness-incomplete side left out" in text
     block = comparison_block(report)
     assert block["suites"]["contacts-add"]["pValue"] == suite.p_value and block["overall"]["design"] == "paired"
 
@@ -172,7 +172,50 @@ def test_different_seeds_are_independent_and_use_fisher(tmp_path: Path) -> None:
 def test_no_detectable_difference_is_said_plainly(tmp_path: Path) -> None:
     path = document(seven_of_ten(), tmp_path)
     text = flat(render_comparison(compare_with(load_session_document(path), seven_of_ten(passes={1, 2, 3, 4, 5, 6}), path=path)))
-    assert "no detectable difference at this N (could detect about ±" in text
+    # 10 pairs whose two runs pass independently: McNemar's exact test cannot reach 80% power, and the line says so.
+    assert "no detectable difference at this N (no difference of any size would be detected with 80% power at this N)" in text
+    unpaired = seven_of_ten(passes={1, 2, 3, 4, 5, 6}, seeded=False)
+    path = document(seven_of_ten(seeded=False), tmp_path, "b.json")
+    text = flat(render_comparison(compare_with(load_session_document(path), unpaired, path=path)))
+    assert "no detectable difference at this N (could detect a drop of about 62 points with 80% power; no rise from this baseline)" in text
+    assert "metric deltas over passed runs (median this run - median baseline)" in text
+
+
+def with_cause(run: dict[str, Any], cause: str | None) -> dict[str, Any]:
+    if cause is not None:
+        run["verdict"]["incompleteCause"] = cause
+    return run
+
+
+def test_agent_caused_incompletes_count_as_not_passed() -> None:
+    # Issue 21: 5 passes and 5 timeouts read 5/5 = 100%; an agent that gives up must not score higher.
+    runs = [result("hard", "passed", r) for r in range(1, 6)] + [with_cause(result("hard", "incomplete", r), "agent") for r in range(6, 11)]
+    runs.append(with_cause(result("hard", "incomplete", 11), "harness"))
+    runs.append(result("hard", "incomplete", 12))  # written before causes were recorded: the harness's
+    statistics = session_statistics(runs, [Unrecorded("suites/hard.yml::hard[r13]", "hard", None, "setup: device busy")])
+    (stats,) = statistics.suites
+    assert (stats.passed, stats.judged, stats.incomplete, stats.incomplete_agent, stats.incomplete_harness) == (5, 10, 8, 5, 3)
+    assert stats.rate == 0.5
+    text = render_statistics(statistics, width=100)
+    assert re.search(r"hard\s+13\s+5/10\s+8 \(5 agent\)\s+50%", text), text
+    assert "5/10 runs passed, 8 incomplete (5 the agent's, counted as not passed; 3 the harness's, left out)" in flat(text)
+    block = statistics_block(statistics)
+    assert (block["suites"]["hard"]["incompleteAgent"], block["suites"]["hard"]["incompleteHarness"]) == (5, 3)
+    assert block["session"]["incompleteAgent"] == 5 and block["shownK"] == 3
+    assert ("agentbench.hard.incompleteAgent", "5") in junit_properties(statistics)
+
+
+def test_ab_uses_the_same_rule_for_agent_caused_incompletes(tmp_path: Path) -> None:
+    baseline = [result("hard", "passed", r, seeded=False) for r in range(1, 6)] + [result("hard", "failed", r, seeded=False) for r in range(6, 11)]
+    path = document(baseline, tmp_path)
+    gives_up = [result("hard", "passed", r, seeded=False) for r in range(1, 6)]
+    gives_up += [with_cause(result("hard", "incomplete", r, seeded=False), "agent") for r in range(6, 11)]
+    report = compare_with(load_session_document(path), gives_up, path=path)
+    (suite,) = report.comparison.suites
+    assert (suite.passed_b, suite.judged_b, suite.incomplete_b, suite.incomplete_agent_b) == (5, 10, 5, 5)
+    assert suite.difference == 0
+    assert "this run: 5/10 passed (50%, 95% CI 24–76%), 5 incomplete (the agent's, counted as not passed)" in flat(render_comparison(report, width=100))
+    assert comparison_block(report)["suites"]["hard"]["thisRun"]["incompleteAgent"] == 5
 
 
 def test_fingerprint_differences_are_flagged(tmp_path: Path) -> None:

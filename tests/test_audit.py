@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_agentbench.audit.verdict import audit_run
+from pytest_agentbench.records.audit import Verdict
 from pytest_agentbench.records.run import ProcessOutcome, Run, ScreenSnapshot
 from pytest_agentbench.device.uiautomator import UiNode
 from pytest_agentbench.suite import AppSpec, ClaudeSpec, PreflightSpec, Suite, VerifySpec
@@ -642,6 +643,66 @@ def test_agent_reports_become_stumbles_and_the_recoveries_metric(reports, stumbl
     assert [(stumble.kind, stumble.tool) for stumble in audit.stumbles] == stumbles
     assert (audit.metrics["recoveries"], audit.metrics["stumbles"]) == (recoveries, len(stumbles))
     assert audit.verdict.status == "passed", "reports are never scored"
+
+
+# ---------------------------------------------------------------------------------------------
+# Whose doing an incomplete run was (issue 21: incomplete must not be a place to hide)
+
+_TIMEOUT = ProcessOutcome(exit_code=None, timed_out=True, signal=None, wall_clock_seconds=600)
+
+
+@pytest.mark.parametrize(
+    ("changes", "cause"),
+    [
+        ({"process": _TIMEOUT}, "agent"),
+        ({"process": ProcessOutcome(exit_code=None, timed_out=False, signal=signal.SIGTERM, wall_clock_seconds=30,
+                                    stopped_because="no output for 30 s (claude.idleTimeoutSeconds)")}, "agent"),
+        ({"process": ProcessOutcome(exit_code=1, timed_out=False, signal=None, wall_clock_seconds=3)}, "agent"),
+        ({"process": ProcessOutcome(exit_code=None, timed_out=False, signal=signal.SIGSEGV, wall_clock_seconds=3)}, "agent"),
+        ({"stream": transcript(result=result_event("error_max_budget_usd", is_error=True, result=None))}, "agent"),
+        ({"stream": transcript(result=result_event("error_max_turns", is_error=True, result=None))}, "agent"),
+        ({"stream": transcript(result=None)}, "agent"),
+        ({"stream": transcript(init=None)}, "agent"),
+        ({"stream": transcript(unparseable=(UnparseableLine(3, "{", "invalid JSON"),))}, "agent"),
+        ({"stream": transcript(later_results=(result_event("error_max_turns", is_error=True),))}, "agent"),
+        ({"stream": transcript(later_results=(result_event(is_error=True, api_error_status=529),))}, "harness"),
+        ({"process": ProcessOutcome(exit_code=None, timed_out=False, signal=None, wall_clock_seconds=0,
+                                    stopped_because="the agent never started: no such program: claudex")}, "harness"),
+        ({"process": ProcessOutcome(exit_code=None, timed_out=False, signal=None, wall_clock_seconds=3)}, "harness"),
+        ({"stream": transcript(init=init_event(("agentbench", "failed")))}, "harness"),
+        ({"stream": transcript(init=dataclasses.replace(init_event(), mcp_servers=()))}, "harness"),
+        ({"stream": transcript(result=result_event(is_error=True, result="API Error: 500", api_error_status=500))}, "harness"),
+        # Both kinds: the harness's wins, a broken harness proves nothing about the agent.
+        ({"process": _TIMEOUT, "stream": transcript(init=init_event(("agentbench", "failed")))}, "harness"),
+        ({"device_lost": "emulator-5554 is no longer listed by adb"}, "harness"),
+        ({"seal_problems": ("transcript.jsonl changed since the run was saved",)}, "harness"),
+        ({"probe_error": "tools/list timed out", "stream": transcript(tool_calls=())}, "harness"),
+    ],
+    ids=[
+        "timeout", "no output", "non-zero exit", "crash by signal", "budget cap", "turn cap", "no result",
+        "no init", "unparseable stream", "later error result", "later API error", "program never started", "exit status unknown", "server not connected",
+        "no server in init", "model endpoint failing", "harness wins over agent", "device lost", "seals do not match",
+        "tools not listed",
+    ],
+)
+def test_every_incomplete_verdict_names_whose_doing_it_was(changes: dict, cause: str) -> None:
+    changes = dict(changes)
+    stream = changes.pop("stream", transcript())
+    process = changes.pop("process", OK_PROCESS)
+    audit = audit_run(make_run(make_suite(), process=process, **changes), stream)
+    assert audit.verdict.status == "incomplete", audit.verdict
+    assert audit.verdict.cause == cause
+    assert audit.verdict.to_json()["incompleteCause"] == cause
+    assert Verdict.from_json(audit.verdict.to_json()) == audit.verdict
+
+
+def test_passed_and_failed_verdicts_have_no_cause_and_old_documents_read_back_unchanged() -> None:
+    assert run_audit().verdict.cause is None
+    assert "incompleteCause" not in run_audit().verdict.to_json()
+    old = {"status": "incomplete", "reasons": ["the agent timed out after claude.timeoutSeconds=600s"]}
+    assert Verdict.from_json(old).cause is None and Verdict.from_json(old).to_json() == old
+    with pytest.raises(ValueError, match="incompleteCause"):
+        Verdict("passed", (), "agent")
 
 
 # ----------------------------------------------------------------------------- the relay log as the evidence

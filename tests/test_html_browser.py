@@ -20,6 +20,8 @@ from adbserver import PrivateAdbServer, start_private_adb_server
 from browser import Browser, chromium_or_skip
 from fakeagents import HARNESS_K, REPO, Behaviour, make_project, run_session, session_env, write_dispatcher
 
+from pytest_agentbench.report.html import write_html_report
+
 BUG_REPRO_ANSWER = "Done.\nEXPECTED_COUNT: 3\nDISPLAYED_COUNT: 0"
 VERDICT_SUITES = {
     "passed-replay": ({}, Behaviour("replay"), None),
@@ -201,3 +203,40 @@ def test_the_same_page_comes_from_saved_runs(verdicts: tuple[Page, Path], tmp_pa
         assert rerendered["checks"] == fresh["checks"] and rerendered["headline"] == fresh["headline"]
         assert [c["tool"] for c in rerendered["calls"]] == [c["tool"] for c in fresh["calls"]]
     assert all(run["rerendered"] for run in again.dom["runs"]) and not any(run["rerendered"] for run in page.dom["runs"])
+
+
+READ_REPEATS = """
+(() => {
+  const table = document.querySelector('#statistics-table');
+  return {
+    headers: [...table.querySelectorAll('thead th')].map(th => th.textContent.trim()),
+    rows: [...table.querySelectorAll('tbody tr')].map(row => [...row.querySelectorAll('td')].map(td => td.textContent.trim())),
+    note: document.querySelector('#statistics-note').textContent.replace(/\\s+/g, ' ').trim(),
+  };
+})()
+"""
+
+
+def test_the_repeats_table_in_chromium_shows_the_terminals_k_and_both_incomplete_counts(tmp_path: Path) -> None:
+    # Issue 21: 7/10 read "pass@10 100%, pass^10 0%" on the page (the terminal: pass@3 0.992,
+    # pass^3 0.292), and one incomplete run blanked the cells.
+    def run(suite: str, status: str, cause: str | None = None) -> dict[str, Any]:
+        verdict: dict[str, Any] = {"status": status, "reasons": [] if status == "passed" else [f"{status} because"]}
+        if cause:
+            verdict["incompleteCause"] = cause
+        return {"suite": suite, "nodeid": f"suites/{suite}.yml::{suite}", "verdict": verdict, "checks": [], "stumbles": [],
+                "metrics": {"toolCalls": 3, "costUsd": 0.01, "wallClockSeconds": 2.0}, "comparison": {"flags": [], "metricRows": []}}
+
+    runs = [run("seven", "passed")] * 7 + [run("seven", "failed")] * 3 + [run("seven", "incomplete", "harness")]
+    runs += [run("gives-up", "passed")] * 5 + [run("gives-up", "incomplete", "agent")] * 5
+    page = write_html_report({"runs": runs}, tmp_path / "repeats.html", environ={})
+    with Browser(chromium_or_skip()) as browser:
+        browser.open(page)
+        table = browser.evaluate(READ_REPEATS)
+    headers = table["headers"]
+    assert headers[headers.index("pass@1"):headers.index("pass@1") + 3] == ["pass@1", "pass@3", "pass^3"]
+    rows = {row[0]: dict(zip(headers, row)) for row in table["rows"]}
+    assert (rows["seven"]["pass@1"], rows["seven"]["pass@3"], rows["seven"]["pass^3"]) == ("0.700", "0.992", "0.292")
+    assert (rows["seven"]["incomplete (agent's)"], rows["seven"]["judged"], rows["seven"]["pass rate"]) == ("1", "10", "70%")
+    assert (rows["gives-up"]["incomplete (agent's)"], rows["gives-up"]["judged"], rows["gives-up"]["pass rate"]) == ("5 (5 agent)", "10", "50%")
+    assert "k = 3 for every suite, as the terminal does" in table["note"]

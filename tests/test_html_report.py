@@ -280,8 +280,8 @@ def test_repeats_get_wilson_intervals_and_single_runs_no_statistics_table(tmp_pa
 
 STATISTICS = {"level": 0.95, "suites": {"bug-repro": {
     "runs": 5, "passed": 4, "failed": 1, "incomplete": 0, "judged": 5, "rate": 0.8,
-    "interval": {"low": 0.376, "high": 0.964, "level": 0.95, "method": "wilson"}, "passAtK": {"1": 0.8, "5": 1.0},
-    "passHatK": {"1": 0.8, "5": 0.0}, "metrics": {"costUsd": {"n": 5, "median": 0.12, "q1": 0.1, "q3": 0.2}}}}}
+    "interval": {"low": 0.376, "high": 0.964, "level": 0.95, "method": "wilson"}, "passAtK": {"1": 0.8, "3": 1.0, "5": 1.0},
+    "passHatK": {"1": 0.8, "3": 0.4, "5": 0.0}, "metrics": {"costUsd": {"n": 5, "median": 0.12, "q1": 0.1, "q3": 0.2}}}}}
 COMPARISON = {"baseline": "old.json", "suites": {"bug-repro": {
     "design": "unpaired", "baseline": {"passed": 1, "judged": 5}, "thisRun": {"passed": 4, "judged": 5}, "difference": 0.6,
     "interval": {"low": 0.05, "high": 0.85}, "test": "fisher", "pValue": 0.206, "verdict": "no detectable difference",
@@ -296,7 +296,11 @@ def test_the_sessions_statistics_and_comparison_are_shown_when_the_document_has_
     run_dir = _run_dir(tmp_path, _events(("observe", {}, "ok", False)))
     with_all = _dom(write_html_report({"runs": [_result(run_dir)], "statistics": STATISTICS, "comparison": COMPARISON},
                                       tmp_path / "a.html", environ={}))
-    assert 'id="statistics-table"' in with_all and "[38%, 96%]" in with_all and "pass@5 100%" in with_all
+    assert 'id="statistics-table"' in with_all and "[38%, 96%]" in with_all
+    # The terminal's k (3 for five runs), not the run count: pass@5 and pass^5 say little.
+    assert "<th>pass@3</th><th>pass^3</th>" in with_all and "pass@5" not in with_all
+    assert '<td class="num">1.000</td><td class="num">0.400</td>' in with_all
+    assert "k = 3 for every suite, as the terminal does" in with_all
     assert 'id="comparison-table"' in with_all and "+60 points" in with_all and "the model differs" in with_all
     assert "Only in the baseline: ux-flow" in with_all
     bare = _dom(write_html_report({"runs": [_result(run_dir)]}, tmp_path / "b.html", environ={}))
@@ -350,3 +354,30 @@ def test_a_run_with_a_baseline_shows_the_sequence_diff_the_deltas_and_the_flags(
     assert any("observed model differs" in flag for flag in run["flags"])
     assert values["rows"][0]["deltas"] == "calls +1, cost +0.20, wall +1.50" and values["rows"][0]["flags"] >= 1
     assert {"metric": "toolCalls", "actual": "3", "baseline": "2", "delta": "+1 (+50.0%)"} in run["metric_rows"]
+
+
+def test_the_repeats_table_uses_the_terminals_k_and_an_incomplete_run_does_not_blank_it(tmp_path: Path) -> None:
+    # Issue 21: for 7/10 the page showed "pass@10 100%, pass^10 0%" (the terminal: pass@3 0.992,
+    # pass^3 0.292), and one incomplete run blanked the cells.
+    from pytest_agentbench.report.aggregate import render_statistics, session_statistics
+
+    runs = [_result(tmp_path, status="passed")] * 7 + [_result(tmp_path, status="failed")] * 3 + [_result(tmp_path, status="incomplete")]
+    terminal = render_statistics(session_statistics(runs), width=120)
+    assert re.search(r"bug-repro\s+11\s+7/10\s+1\s+70%\s+40–89%\s+0\.700\s+0\.992\s+0\.292", terminal), terminal
+    page = _dom(write_html_report({"runs": runs}, tmp_path / "k.html", environ={}))
+    assert "<th>pass@1</th><th>pass@3</th><th>pass^3</th>" in page
+    assert '<td class="num">0.700</td> <td class="num">0.992</td><td class="num">0.292</td>' in page
+    # With fewer judged runs than k the cell says so instead of going blank.
+    few = [_result(tmp_path, status="passed")] * 2 + [_result(tmp_path, status="incomplete")] * 2
+    assert "n/a (2 judged)" in _dom(write_html_report({"runs": few}, tmp_path / "few.html", environ={}))
+
+
+def test_the_repeats_table_counts_the_agents_incomplete_runs_in_the_rate(tmp_path: Path) -> None:
+    gave_up = _result(tmp_path, status="incomplete")
+    gave_up["verdict"]["incompleteCause"] = "agent"
+    runs = [_result(tmp_path, status="passed")] * 5 + [gave_up] * 5
+    block = computed_statistics(runs)["suites"]["bug-repro"]
+    assert (block["passed"], block["judged"], block["incomplete"], block["incompleteAgent"], block["rate"]) == (5, 10, 5, 5, 0.5)
+    page = _dom(write_html_report({"runs": runs}, tmp_path / "agent.html", environ={}))
+    assert '<td class="num">5 (5 agent)</td><td class="num">10</td><td class="num">50%</td>' in page
+    assert "5 incomplete (5 the agent's, counted as not passed)" in page

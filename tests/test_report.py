@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -378,3 +379,22 @@ def test_a_rerender_says_when_its_verdict_differs_from_the_recorded_one(recorded
         assert "Re-render:" not in text
     else:
         assert shown in text.splitlines()
+
+
+@pytest.mark.parametrize(
+    ("cause", "line", "word"),
+    [
+        ("agent", "INCOMPLETE benchmark/agent/suites/bug-repro.yml::bug-repro (agent's doing) - timed out", "INCOMP*"),
+        ("harness", "INCOMPLETE benchmark/agent/suites/bug-repro.yml::bug-repro (harness's doing) - timed out", "INCOMP"),
+        (None, "INCOMPLETE benchmark/agent/suites/bug-repro.yml::bug-repro - timed out", "INCOMP"),
+    ],
+    ids=["agent", "harness", "not recorded"],
+)
+def test_an_incomplete_runs_cause_is_in_its_verdict_line_and_table_row(cause, line, word):
+    from pytest_agentbench.report.summary import verdict_word
+
+    audit = _audit("incomplete", ["timed out"])
+    document = _document(dataclasses.replace(audit, verdict=Verdict("incomplete", ("timed out",), cause)))
+    assert verdict_line(document) == line
+    assert verdict_word(document) == word
+    assert f" {word} " in render_summary_table([document], width=100).splitlines()[2] + " "

@@ -29,6 +29,9 @@ from pytest_agentbench.report.stats import (
     compare_sessions,
     comparison_lines,
     detectable_difference,
+    detectable_differences,
+    effective_runs,
+    exact_power,
     fisher_exact_p,
     format_difference,
     format_metric,
@@ -50,6 +53,8 @@ from pytest_agentbench.report.stats import (
     runs_needed,
     session_stats,
     suite_stats,
+    suite_mean_newcombe,
+    suite_mean_wilson,
     summarize,
     t_quantile,
     wilson_interval,
@@ -374,20 +379,53 @@ def test_session_line_leaves_out_suites_without_a_judged_run_and_says_so():
     assert session_stats([]).interval is None
 
 
-@pytest.mark.parametrize(("counts", "pooled"), [((5, 5), (20, 40)), ((1, 0), (13, 13)), ((3, 0), (12, 12))],
+@pytest.mark.parametrize(("counts", "suites"), [((5, 5), 4), ((1, 0), 13), ((3, 0), 4)],
                          ids=["all-50-percent", "thirteen-suites-one-pass-each", "all-pass"])
-def test_suites_that_agree_get_the_pooled_wilson_interval_not_a_zero_width_one(counts, pooled):
+def test_suites_that_agree_get_the_suite_mean_wilson_interval_not_a_zero_width_one(counts, suites):
     # The clustered interval measures how much suites differ; when they agree it would be [r, r].
-    names = [f"s{i}" for i in range(pooled[1] // sum(counts))]
+    # With equal run counts the effective runs are all runs, so the floor is the pooled Wilson interval.
+    names = [f"s{i}" for i in range(suites)]
     session = session_stats([suite_stats(name, outcomes(*counts)) for name in names])
-    low, high = sp.binomtest(*pooled).proportion_ci(0.95, method="wilson")
+    low, high = sp.binomtest(counts[0] * suites, sum(counts) * suites).proportion_ci(0.95, method="wilson")
     assert (session.interval.low, session.interval.high) == pytest.approx((low, high))
     assert session.interval.method == FLOORED and session.degrees_of_freedom == len(names) - 1
-    assert "widened to the pooled runs' Wilson interval" in format_session(session)
+    assert "widened to the suite-mean Wilson interval" in format_session(session)
     assert session.interval.high - session.interval.low > 0.2
 
 
-def test_the_pooled_floor_leaves_a_wider_clustered_interval_alone():
+def test_the_floor_is_an_interval_for_the_mean_over_suites_not_the_pooled_runs():
+    # Issue 21: nine suites at 1/2 and one at 600/1000 have a mean rate of 51%; the old floor (the
+    # pooled runs' Wilson interval, 57-63%) estimated the pooled 60% instead and gave 48.7-62.8%.
+    suites = [suite_stats(f"s{i}", outcomes(1, 1)) for i in range(9)] + [suite_stats("big", outcomes(600, 400))]
+    session = session_stats(suites)
+    assert session.mean_rate == pytest.approx(0.51)
+    assert effective_runs([2] * 9 + [1000]) == pytest.approx(100 / 4.501)
+    floor = suite_mean_wilson([s.rate for s in suites], [s.judged for s in suites])
+    n_eff = 100 / 4.501
+    z = 1.959963984540054
+    center = (0.51 + z * z / (2 * n_eff)) / (1 + z * z / n_eff)
+    half = z * math.sqrt(0.51 * 0.49 / n_eff + z * z / (4 * n_eff**2)) / (1 + z * z / n_eff)
+    assert (floor.low, floor.high) == pytest.approx((center - half, center + half))
+    assert session.interval.method == FLOORED
+    assert session.interval.contains(0.51)
+    assert (round(session.interval.low, 3), round(session.interval.high, 3)) == (round(center - half, 3), round(center + half, 3))
+    assert session.interval.low < 0.35 and session.interval.high > 0.65  # nine tiny suites say little
+
+
+def test_the_session_interval_covers_the_mean_over_suites_in_a_seeded_simulation():
+    # Ten suites with true rates 0.3..0.9 run 2 to 20 times each: the interval covers the true
+    # mean of the suites' rates at least 95% of the time (seeded, 400 sessions).
+    rng = random.Random(2112)
+    true = [0.3 + 0.6 * i / 9 for i in range(10)]
+    runs = [2, 2, 3, 3, 5, 5, 8, 10, 15, 20]
+    covered = 0
+    for _ in range(400):
+        suites = [suite_stats(f"s{i}", outcomes(k := sum(rng.random() < p for _ in range(n)), n - k)) for i, (p, n) in enumerate(zip(true, runs))]
+        covered += session_stats(suites).interval.contains(sum(true) / len(true))
+    assert covered / 400 >= 0.93
+
+
+def test_the_suite_mean_floor_leaves_a_wider_clustered_interval_alone():
     counts = [(7, 3, 0), (6, 4, 0), (5, 5, 2), (8, 2, 0), (6, 4, 0)]
     session = session_stats([suite_stats(f"s{i}", outcomes(*c)) for i, c in enumerate(counts)])
     low, high = sp.binomtest(32, 50).proportion_ci(0.95, method="wilson")
@@ -597,26 +635,66 @@ def test_a_pair_with_an_incomplete_side_is_left_out_and_counted():
     assert (comparison.pairs.pairs, comparison.pairs.dropped) == (3, 1)
     assert (comparison.passed_a, comparison.judged_a, comparison.passed_b, comparison.judged_b) == (2, 3, 1, 3)
     assert (comparison.incomplete_a, comparison.incomplete_b) == (0, 1)
-    assert "3 paired instances, 1 with an incomplete side left out" in comparison_lines(comparison)[2]
+    assert "3 paired instances, 1 with a harness-incomplete side left out" in comparison_lines(comparison)[2]
     assert comparison_lines(comparison)[1] == "B: 1/3 passed (33%, 95% CI 6–79%), 1 incomplete"
 
 
-def test_metric_deltas_are_median_b_minus_median_a():
-    side_a = [RunOutcome("passed", {"toolCalls": n, "costUsd": 0.10}) for n in (10, 12, 14)]
-    side_b = [RunOutcome("failed", {"toolCalls": n}) for n in (6, 7)] + [RunOutcome("incomplete", {"toolCalls": 99})]
+def test_an_agent_incomplete_side_counts_as_not_passed_in_its_pair():
+    side_a, side_b = paired_runs({1, 2, 3}, {1}, 4)
+    side_b[1] = RunOutcome("incomplete", {}, "r2", "agent")
     comparison = compare(side_a, side_b)
-    assert comparison.metric_deltas == {"toolCalls": -5.5, "turns": None, "tokens": None, "costUsd": None, "wallClockSeconds": None}
-    assert comparison_lines(comparison)[3] == "metric deltas (median B - median A): tool calls -5.5"
+    assert (comparison.pairs.pairs, comparison.pairs.dropped, comparison.pairs.a_only) == (4, 0, 2)
+    assert comparison_lines(comparison)[1] == "B: 1/4 passed (25%, 95% CI 5–70%), 1 incomplete (the agent's, counted as not passed)"
+
+
+@pytest.mark.parametrize("side", ["a", "b"])
+def test_a_run_without_a_result_keeps_the_pairing_and_is_counted_unmatched(side):
+    # Issue 21: on the same wifi-on data a run that ended without a result (no instance id)
+    # turned McNemar (p = 0.25, borderline) into Fisher (p = 0.048, "less often by about 75 points").
+    side_a, side_b = paired_runs({1, 2, 3, 4, 5, 6}, {1, 2}, 8)
+    lost = RunOutcome("incomplete", {}, None, "harness")
+    if side == "a":
+        side_a[7] = lost
+    else:
+        side_b[7] = lost
+    comparison = compare(side_a, side_b)
+    assert comparison.design == "paired" and comparison.test == "mcnemar-exact"
+    assert (comparison.pairs.pairs, comparison.pairs.unmatched, comparison.pairs.dropped) == (7, 1, 0)
+    assert comparison.p_value == pytest.approx(sp.binomtest(0, 4).pvalue)
+    assert "7 paired instances, 1 unmatched (a run without a result) left out" in comparison_lines(comparison)[2]
+    # A judged run without an id, or two runs with one id, is no pairing at all.
+    side_b[0] = RunOutcome("failed", {}, None)
+    assert not pairable(side_a, side_b)
+
+
+def test_ids_on_one_side_only_pair_only_when_a_run_without_a_result_explains_them():
+    side_a, side_b = paired_runs({1}, {1}, 3)
+    side_b[2] = RunOutcome("failed", {}, "other")
+    assert not pairable(side_a, side_b)
+
+
+def test_metric_deltas_are_median_b_minus_median_a_over_passed_runs_only():
+    # Issue 21: failed runs that did nothing made "tool calls -6" look like better efficiency.
+    side_a = [RunOutcome("passed", {"toolCalls": n, "costUsd": 0.10}) for n in (10, 12, 14)]
+    side_b = ([RunOutcome("passed", {"toolCalls": n}) for n in (15, 16)] + [RunOutcome("failed", {"toolCalls": 1})] * 3
+              + [RunOutcome("incomplete", {"toolCalls": 99})])
+    comparison = compare(side_a, side_b)
+    assert comparison.metric_deltas == {"toolCalls": 3.5, "turns": None, "tokens": None, "costUsd": None, "wallClockSeconds": None}
+    assert comparison_lines(comparison)[3] == "metric deltas over passed runs (median B - median A): tool calls +3.5"
+    nothing = compare(side_a, [RunOutcome("failed", {"toolCalls": 1})])
+    assert comparison_lines(nothing)[3].endswith("no passed run with metrics on both sides")
 
 
 @pytest.mark.parametrize(
     "a, b, verdict",
     [
-        ((7, 3), (6, 4), "no detectable difference at this N (could detect about ±60 points)"),
+        ((7, 3), (6, 4), "no detectable difference at this N (could detect a drop of about 62 points with 80% power; "
+                         "no rise from this baseline)"),
         ((20, 0), (0, 20), "B passes less often than A, by about 100 points"),
         ((2, 28), (20, 10), "B passes more often than A, by about 60 points"),
         ((7, 3), (2, 8), "borderline: the interval excludes zero but the exact test does not (p = 0.070); "
-                         "not a detectable difference at this N (could detect about ±60 points)"),
+                         "not a detectable difference at this N (could detect a drop of about 62 points with 80% power; "
+                         "no rise from this baseline)"),
         ((0, 0), (5, 5), "nothing to compare: a side has no judged run"),
     ],
     ids=["spans-zero", "clear-drop", "clear-gain", "borderline", "no-runs"],
@@ -630,28 +708,93 @@ def test_verdict_uses_the_given_names():
     assert comparison.verdict == "this session passes less often than the baseline, by about 100 points"
 
 
-def test_detectable_difference_normal_approximation():
-    # (1.959964 + 0.841621) * sqrt(0.25 * (1/100 + 1/100)) = 0.19810
-    assert detectable_difference(0.5, 100, 100) == pytest.approx(0.19810, abs=1e-5)
-    assert detectable_difference(0.5, 1, 1) == 1.0  # capped: no difference beyond 100 points
-    assert detectable_difference(0.5, 0, 10) is None
-    # compare() shrinks a 10/10 baseline to 12/14 so the answer stays finite and not zero.
-    assert compare(outcomes(10, 0), outcomes(10, 0)).detectable == pytest.approx(detectable_difference(12 / 14, 10, 10))
+def test_exact_power_matches_a_direct_sum_and_scipy():
+    # Fisher's power by brute force over every pair of outcomes, with scipy's fisher_exact.
+    for n_a, n_b, p_a, p_b in ((5, 5, 0.8, 0.1), (10, 7, 0.7, 0.2), (6, 9, 0.3, 0.9)):
+        brute = sum(
+            sp.binom.pmf(x, n_a, p_a) * sp.binom.pmf(y, n_b, p_b)
+            for x in range(n_a + 1) for y in range(n_b + 1)
+            if sp.fisher_exact([[x, n_a - x], [y, n_b - y]]).pvalue < 0.05
+        )
+        assert exact_power(p_a, p_b, n_a, n_b) == pytest.approx(brute, abs=1e-12)
+    # McNemar's, the two runs of a pair passing independently.
+    n, p_a, p_b = 8, 0.8, 0.2
+    only_a, only_b = p_a * (1 - p_b), p_b * (1 - p_a)
+    brute = sum(
+        sp.multinomial.pmf([a, b, n - a - b], n, [only_a, only_b, 1 - only_a - only_b])
+        for a in range(n + 1) for b in range(n + 1 - a)
+        if a + b and sp.binomtest(b, a + b).pvalue < 0.05
+    )
+    assert exact_power(p_a, p_b, n, n, paired=True) == pytest.approx(brute, abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    "passed, runs_a, runs_b, old",
+    [(10, 10, 10, 0.44), (5, 5, 5, 0.74), (20, 20, 20, 0.24), (7, 10, 10, 0.60)],
+    ids=["10-of-10", "5-of-5", "20-of-20", "7-of-10"],
+)
+def test_the_detectable_difference_is_detected_with_its_power_in_a_seeded_simulation(passed, runs_a, runs_b, old):
+    # Issue 21: the old normal-approximation figure was detected only about half the time by the
+    # tool's own test (10/10 at ±44: 0.46). Now the figure is sized by the test itself: a
+    # simulation of compare() at the claimed drop finds it at least about 80% of the time.
+    rng = random.Random(21)
+    baseline = (passed + 2) / (runs_a + 4)
+    comparison = compare(outcomes(passed, runs_a - passed), outcomes(passed, runs_b - passed))
+    drop, rise = comparison.detectable_drop, comparison.detectable_rise
+    assert (drop, rise) == detectable_differences(baseline, runs_a, runs_b)
+    draws = 1000
+
+    def found(rate_b: float) -> float:
+        hits = 0
+        for _ in range(draws):
+            k_a = sum(rng.random() < baseline for _ in range(runs_a))
+            k_b = sum(rng.random() < rate_b for _ in range(runs_b))
+            hits += "passes less often" in compare(outcomes(k_a, runs_a - k_a), outcomes(k_b, runs_b - k_b)).verdict
+        return hits / draws
+
+    if drop is None:
+        # 5 runs a side cannot show any drop 80% of the time, and the sentence says so.
+        assert "no difference of any size would be detected with 80% power" in compare(outcomes(5, 0), outcomes(4, 1)).verdict
+        return
+    assert drop > old  # the old claim was too bold
+    assert exact_power(baseline, baseline - drop, runs_a, runs_b) >= 0.8
+    assert found(baseline - drop) >= 0.8 - 0.035
+    assert found(max(0.0, baseline - old)) < 0.75  # the old figure fell short
+
+
+def test_detectable_differences_by_direction():
+    drop, rise = detectable_differences(0.5, 20, 20)
+    assert drop == pytest.approx(rise, abs=2e-3)  # symmetric at 50%
+    assert exact_power(0.5, 0.5 - drop, 20, 20) >= 0.8 > exact_power(0.5, 0.5 - drop + 0.002, 20, 20)
+    assert detectable_differences(12 / 14, 10, 10)[1] is None  # from 10/10 no rise can be shown
+    assert detectable_differences(0.5, 0, 10) == (None, None)
+    assert detectable_difference(0.5, 20, 20) == max(drop, rise)
     with pytest.raises(ValueError, match="baseline rate"):
-        detectable_difference(1.0, 10, 10)
+        detectable_differences(1.0, 10, 10)
     with pytest.raises(ValueError, match="power"):
-        detectable_difference(0.5, 10, 10, power=1)
+        detectable_differences(0.5, 10, 10, power=1)
 
 
 @pytest.mark.parametrize(
     "p, d, runs",
-    [(0.5, 0.1, 393), (0.5, 0.2, 99), (0.5, 0.3, 44), (0.8, 0.1, 252), (0.8, 0.2, 63), (0.8, 0.3, 28)],
-    ids=["p50-d10", "p50-d20", "p50-d30", "p80-d10", "p80-d20", "p80-d30"],
+    [(0.5, -0.2, 102), (0.5, -0.3, 44), (0.8, -0.2, 90), (0.8, -0.3, 44)],
+    ids=["p50-d20", "p50-d30", "p80-d20", "p80-d30"],
 )
-def test_runs_needed(p, d, runs):
+def test_runs_needed_by_the_exact_test(p, d, runs):
+    # Issue 21: the normal formula gave 63 per side for 80% -> 60%, where Fisher's power is 0.64.
     assert runs_needed(p, d) == runs
-    # The inverse holds: that many runs per side can detect the difference, one fewer cannot.
-    assert detectable_difference(p, runs, runs) <= d < detectable_difference(p, runs - 1, runs - 1)
+    assert exact_power(p, p + d, runs, runs) >= 0.8 > exact_power(p, p + d, runs - 1, runs - 1)
+    assert exact_power(0.8, 0.6, 63, 63) == pytest.approx(0.632, abs=0.01)
+
+
+def test_runs_needed_in_a_seeded_simulation():
+    rng = random.Random(63)
+    n, hits = runs_needed(0.8, -0.3), 0
+    for _ in range(1000):
+        k_a = sum(rng.random() < 0.8 for _ in range(n))
+        k_b = sum(rng.random() < 0.5 for _ in range(n))
+        hits += fisher_exact_p(k_a, n - k_a, k_b, n - k_b) < 0.05
+    assert hits / 1000 >= 0.8 - 0.04
 
 
 def test_docs_table_of_runs_needed_matches_the_code():
@@ -659,8 +802,8 @@ def test_docs_table_of_runs_needed_matches_the_code():
     rows = re.findall(r"^\| (\d+) points \| (\d+) \| (\d+) \|$", text, re.M)
     assert [int(r[0]) for r in rows] == [10, 20, 30]
     for points_, at_half, at_eighty in rows:
-        assert int(at_half) == runs_needed(0.5, int(points_) / 100)
-        assert int(at_eighty) == runs_needed(0.8, int(points_) / 100)
+        assert int(at_half) == runs_needed(0.5, -int(points_) / 100)
+        assert int(at_eighty) == runs_needed(0.8, -int(points_) / 100)
 
 
 def test_compare_sessions_per_suite_overall_and_clustered():
@@ -683,7 +826,21 @@ def test_compare_sessions_per_suite_overall_and_clustered():
     )
 
 
-def test_a_mean_difference_of_suites_that_agree_gets_the_pooled_interval_not_a_zero_width_one():
+def test_a_mean_difference_floor_is_an_interval_for_the_mean_of_suite_differences():
+    # Nine small suites gain 50 points, one big suite 0: the mean difference is +45, while the
+    # pooled runs (dominated by the big suite) would centre near +2.
+    a = {f"s{i}": outcomes(1, 1) for i in range(9)} | {"big": outcomes(600, 400)}
+    b = {f"s{i}": outcomes(2, 0) for i in range(9)} | {"big": outcomes(600, 400)}
+    result = compare_sessions(a, b)
+    assert result.mean_difference == pytest.approx(0.45)
+    floor = suite_mean_newcombe([0.5] * 9 + [0.6], [2] * 9 + [1000], [1.0] * 9 + [0.6], [2] * 9 + [1000])
+    assert floor.contains(0.45) and not result.overall.interval.contains(0.45)
+    interval = result.mean_difference_interval
+    assert interval.low <= floor.low and interval.high >= floor.high and interval.contains(0.45)
+
+
+def test_a_mean_difference_of_suites_that_agree_gets_the_suite_mean_interval_not_a_zero_width_one():
+    # With equal run counts the suite-mean interval is the pooled one.
     # Every suite moves from 2/4 to 4/4: the per-suite differences agree, their clustered interval is [50, 50].
     a = {name: outcomes(2, 2) for name in ("s1", "s2", "s3")}
     b = {name: outcomes(4, 0) for name in ("s1", "s2", "s3")}
@@ -774,3 +931,20 @@ def test_no_printed_rate_lacks_its_n_and_interval():
             for match in re.finditer(r"(\d+|[<>]\d+)%", line):
                 assert re.search(r"\d+/\d+ passed \(", line) and "CI" in line, line
     assert isinstance(cases[0], Comparison) and isinstance(cases[0].interval, Interval)
+
+
+@pytest.mark.parametrize("paired", [False, True], ids=["fisher", "mcnemar"])
+def test_large_samples_use_an_approximation_within_two_points_of_the_exact_power(paired):
+    from pytest_agentbench.report.stats import power
+
+    for p_a, p_b in ((0.6, 0.45), (0.8, 0.7), (0.5, 0.6)):
+        exact = power.exact_power(p_a, p_b, 200, 200, paired=paired)
+        if paired:
+            approximate = power._approximate_mcnemar_power(p_a * (1 - p_b), p_b * (1 - p_a), 200, 0.05)
+        else:
+            approximate = power._approximate_fisher_power(p_a, p_b, 200, 200, 0.05)
+        assert approximate == pytest.approx(exact, abs=0.02)
+    # Above the limits the approximation is what exact_power returns.
+    assert power.exact_power(0.6, 0.45, 201, 201, paired=paired) == pytest.approx(
+        power._approximate_mcnemar_power(0.6 * 0.55, 0.45 * 0.4, 201, 0.05) if paired
+        else power._approximate_fisher_power(0.6, 0.45, 201, 201, 0.05))

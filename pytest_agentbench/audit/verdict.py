@@ -12,6 +12,14 @@ only place a verdict is decided, for live runs and re-rendered ones alike.
   some stream lines did not parse.
   The device going away during the run, or a failed device-use check when the harness could
   not list the server's tools, also leave the run incomplete: neither is the agent's doing.
+  Every incomplete verdict names its cause (`Verdict.cause`): the agent's (a timeout, no
+  output, a budget or turn cap, a crash or non-zero exit, no init or no result event, stream
+  lines that do not parse) or the harness's (the agent program never started or its exit is
+  unknown, an MCP server not connected or never started, the relay log missing or damaged, an
+  API error from the model endpoint, sealed inputs that do not match, the device lost, the
+  server's tools not listed). When both kinds of reason are present the harness's wins: a
+  broken harness proves nothing about the agent. The statistics count the agent's incomplete
+  runs as not passed (docs/statistics.md).
 * `failed`: the run completed, but there was no non-error call to a device-aware tool, or the
   final answer is over `matching.MAX_ANSWER_CHARS`, or an answer check, a screen check or a device check failed (a screen or a device source that could
   not be read fails its checks), or `verify.noShell` is set and the run called a shell tool.
@@ -42,7 +50,7 @@ from pytest_agentbench.audit.transcript import short_tool_name
 from pytest_agentbench.checks import CheckContext, evaluate, parse_device_checks
 from pytest_agentbench.checks.base import Check
 from pytest_agentbench.device.uiautomator import app_texts, screen_includes
-from pytest_agentbench.records.audit import Audit, Stumble, Verdict
+from pytest_agentbench.records.audit import Audit, IncompleteCause, Stumble, Verdict
 from pytest_agentbench.records.run import DeviceState, ProcessOutcome, Run, ScreenSnapshot
 from pytest_agentbench.run.relaylog import RelayLog
 
@@ -82,8 +90,12 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-def incomplete_reasons(*, suite: Suite, transcript: Transcript, process: ProcessOutcome) -> list[str]:
-    """List why a run did not complete; empty when it did.
+#: How the harness marks a ProcessOutcome whose agent program could not be started (run.execute).
+NEVER_STARTED = "the agent never started"
+
+
+def incomplete_findings(*, suite: Suite, transcript: Transcript, process: ProcessOutcome) -> list[tuple[str, IncompleteCause]]:
+    """List why a run did not complete, each reason with its cause (the agent's or the harness's); empty when it did.
 
     Args:
         suite: The suite (for its timeout in the message).
@@ -91,59 +103,70 @@ def incomplete_reasons(*, suite: Suite, transcript: Transcript, process: Process
         process: How the agent process ended.
 
     Returns:
-        One sentence per reason, in the order a reader should fix them.
+        (sentence, cause) per reason, in the order a reader should fix them.
     """
-    reasons: list[str] = []
+    found: list[tuple[str, IncompleteCause]] = []
     if process.timed_out:
-        reasons.append(f"the agent timed out after claude.timeoutSeconds={suite.claude.timeout_seconds:g}s")
+        found.append((f"the agent timed out after claude.timeoutSeconds={suite.claude.timeout_seconds:g}s", "agent"))
     elif process.stopped_because is not None:
-        reasons.append(process.stopped_because)
+        # The harness's own stops: no output for idleTimeoutSeconds (the agent's), or a program
+        # that could not be started (a wrong --claude: the harness's setup).
+        found.append((process.stopped_because, "harness" if process.stopped_because.startswith(NEVER_STARTED) else "agent"))
     elif process.ended_after_result:
         # The agent lingered after its result event and the harness ended it: a finished run,
         # whose result event (below) says how it ended; the signal was ours.
         pass
     elif process.signal is not None:
-        reasons.append(f"the agent was killed by {_signal_name(process.signal)}")
+        found.append((f"the agent was killed by {_signal_name(process.signal)}", "agent"))
     elif process.exit_code is None:
-        reasons.append("the agent's exit status is unknown")
+        found.append(("the agent's exit status is unknown", "harness"))
     elif process.exit_code != 0:
         # The agent's own last words first: "AGENTBENCH_OPENAI_BASE_URL is not set: ..." says more
         # than an exit code.
         said = f": {_cut(process.last_stderr_line)}" if process.last_stderr_line else ""
-        reasons.append(f"the agent exited with code {process.exit_code}{said}")
+        found.append((f"the agent exited with code {process.exit_code}{said}", "agent"))
     init = transcript.init
     if init is None:
-        reasons.append("the stream has no init event, so the MCP server was never reported connected")
+        # The agent writes the init event; one that crashes or prints nothing has none.
+        found.append(("the stream has no init event, so the MCP server was never reported connected", "agent"))
     elif not init.mcp_servers:
-        reasons.append("the init event lists no MCP server")
+        found.append(("the init event lists no MCP server", "harness"))
     else:
         for server in init.mcp_servers:
             if server.status != "connected":
-                reasons.append(f"MCP server '{server.name}' was {server.status}, not connected")
+                found.append((f"MCP server '{server.name}' was {server.status}, not connected", "harness"))
     result = transcript.result
     if result is None:
-        reasons.append("the stream ended without a result event")
+        found.append(("the stream ended without a result event", "agent"))
     elif result.subtype != "success":
+        # error_max_budget_usd, error_max_turns, error_during_execution: the agent's caps and crashes.
         detail = f": {_cut('; '.join(result.errors))}" if result.errors else ""
-        reasons.append(f"the run ended in {result.subtype}{detail}")
+        found.append((f"the run ended in {result.subtype}{detail}", "agent"))
     elif result.is_error:
+        # The model endpoint failed or could not be reached: not the agent's doing.
         status = f" (HTTP {result.api_error_status})" if result.api_error_status is not None else ""
         detail = f": {_cut(result.result)}" if result.result else ""
-        reasons.append(f"the run ended in an API error{status}{detail}")
+        found.append((f"the run ended in an API error{status}{detail}", "harness"))
     for later in transcript.later_results:
         if later.subtype != "success" or later.is_error:
             what = later.subtype if later.subtype != "success" else "an API error"
-            reasons.append(f"a later result event ended in {what} (the first result decides, and any error result "
-                           "leaves the run incomplete)")
+            found.append((f"a later result event ended in {what} (the first result decides, and any error result "
+                          "leaves the run incomplete)", "agent" if later.subtype != "success" else "harness"))
             break
     if transcript.unparseable:
         first = transcript.unparseable[0]
         count = len(transcript.unparseable)
-        reasons.append(
+        found.append((
             f"{count} stream line{'s' if count != 1 else ''} did not parse "
-            f"(first at line {first.line_number}: {first.reason})"
-        )
-    return reasons
+            f"(first at line {first.line_number}: {first.reason})",
+            "agent",
+        ))
+    return found
+
+
+def incomplete_reasons(*, suite: Suite, transcript: Transcript, process: ProcessOutcome) -> list[str]:
+    """List why a run did not complete; empty when it did (the sentences of `incomplete_findings`)."""
+    return [reason for reason, _ in incomplete_findings(suite=suite, transcript=transcript, process=process)]
 
 
 def device_use_check(tool_calls: Iterable[ToolCall | RelayCall], device_aware_tools: frozenset[str]) -> Check:
@@ -445,20 +468,21 @@ def audit_run(run: Run, transcript: Transcript, relay: RelayLog | None = None) -
         checks.append(no_shell_check([*evidence, *admitted], run.shell_tools))
     stumbles = stumbles_of(suite, transcript)
     failed = [failed_reason(check) for check in checks if not check.passed]
-    incomplete = incomplete_reasons(suite=suite, transcript=transcript, process=run.process)
+    findings = incomplete_findings(suite=suite, transcript=transcript, process=run.process)
     if relay is not None:
-        incomplete += relay_incomplete_reasons(relay)
+        findings += [(reason, "harness") for reason in relay_incomplete_reasons(relay)]
     if run.seal_problems:
         # Evidence that is not what the harness sealed proves nothing either way.
-        incomplete = [f"the audit's inputs do not match their seals: {'; '.join(run.seal_problems)}", *incomplete]
+        findings = [(f"the audit's inputs do not match their seals: {'; '.join(run.seal_problems)}", "harness"), *findings]
     # Not the agent's doing: the device vanished, or the harness could not tell which tools act
     # on a device (so a failed device-use check proves nothing).
-    if not incomplete and run.device_lost:
-        incomplete = [f"the device went away during the run: {run.device_lost}"]
-    if not incomplete and failed and run.probe_error:
-        incomplete = [f"the harness could not list the MCP server's tools, so device use cannot be judged: {run.probe_error}"]
-    if incomplete:
-        verdict = Verdict("incomplete", tuple(incomplete))
+    if not findings and run.device_lost:
+        findings = [(f"the device went away during the run: {run.device_lost}", "harness")]
+    if not findings and failed and run.probe_error:
+        findings = [(f"the harness could not list the MCP server's tools, so device use cannot be judged: {run.probe_error}", "harness")]
+    if findings:
+        cause: IncompleteCause = "harness" if any(c == "harness" for _, c in findings) else "agent"
+        verdict = Verdict("incomplete", tuple(reason for reason, _ in findings), cause)
     else:
         verdict = Verdict("failed", tuple(failed)) if failed else Verdict("passed", ())
     return Audit(

@@ -13,6 +13,9 @@ from typing import Any, Literal
 from pytest_agentbench.checks.base import Check
 
 VerdictStatus = Literal["passed", "failed", "incomplete"]
+#: Who an incomplete run's stop is down to (see `audit.verdict`): the agent's count as not passed.
+IncompleteCause = Literal["agent", "harness"]
+INCOMPLETE_CAUSES: tuple[str, ...] = ("agent", "harness")
 StumbleKind = Literal["tool-error", "failure-pattern", "permission-denial", "recovery"]
 
 
@@ -34,19 +37,35 @@ class Stumble:
 
 @dataclass(frozen=True)
 class Verdict:
-    """The run's verdict and the reasons for it (empty when passed)."""
+    """The run's verdict, the reasons for it (empty when passed) and, when incomplete, whose doing it was.
+
+    ``cause`` (JSON ``incompleteCause``) is ``"agent"`` or ``"harness"`` on an incomplete verdict
+    and ``None`` otherwise. A document written before causes were recorded has none; it reads
+    back as ``None`` (and writes back without the key), and the statistics treat an unknown
+    cause as the harness's, as every incomplete run was counted then.
+    """
 
     status: VerdictStatus
     reasons: tuple[str, ...]
+    cause: IncompleteCause | None = None
+
+    def __post_init__(self) -> None:
+        if self.cause is not None and (self.status != "incomplete" or self.cause not in INCOMPLETE_CAUSES):
+            raise ValueError(f"verdict: expected incompleteCause agent or harness on an incomplete verdict only, got {self.cause!r}")
 
     def to_json(self) -> dict[str, Any]:
-        return {"status": self.status, "reasons": list(self.reasons)}
+        data: dict[str, Any] = {"status": self.status, "reasons": list(self.reasons)}
+        if self.cause is not None:
+            data["incompleteCause"] = self.cause
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | None) -> Verdict:
         if not data:
             return cls("incomplete", ("no audit",))
-        return cls(data.get("status", "incomplete"), tuple(data.get("reasons") or ()))
+        status = data.get("status", "incomplete")
+        cause = data.get("incompleteCause")
+        return cls(status, tuple(data.get("reasons") or ()), cause if status == "incomplete" and cause in INCOMPLETE_CAUSES else None)
 
 
 def check_to_json(check: Check) -> dict[str, Any]:

@@ -146,7 +146,7 @@ def render_comparison(report: ABReport, *, width: int = 80) -> str:
     if comparison.mean_difference is not None:
         if comparison.mean_difference_interval is not None:
             interval = comparison.mean_difference_interval
-            widened = ", widened to the pooled runs' interval" if interval.method == FLOORED else ""
+            widened = ", widened to the suite-mean interval" if interval.method == FLOORED else ""
             shown = (f"{points(comparison.mean_difference)} points ({interval.level * 100:g}% CI {points(interval.low)} "
                      f"to {points(interval.high)}, clustered by suite, {len(comparison.suites)} suites{widened})")
         else:
@@ -168,18 +168,24 @@ def _comparison_json(comparison: Comparison) -> dict[str, Any]:
     pairs = comparison.pairs
     return {
         "design": comparison.design,
-        "baseline": {"passed": comparison.passed_a, "judged": comparison.judged_a, "incomplete": comparison.incomplete_a},
-        "thisRun": {"passed": comparison.passed_b, "judged": comparison.judged_b, "incomplete": comparison.incomplete_b},
+        "baseline": {"passed": comparison.passed_a, "judged": comparison.judged_a, "incomplete": comparison.incomplete_a,
+                     "incompleteAgent": comparison.incomplete_agent_a},
+        "thisRun": {"passed": comparison.passed_b, "judged": comparison.judged_b, "incomplete": comparison.incomplete_b,
+                    "incompleteAgent": comparison.incomplete_agent_b},
         "pairs": None if pairs is None else {
             "both": pairs.both, "baselineOnly": pairs.a_only, "thisRunOnly": pairs.b_only,
-            "neither": pairs.neither, "dropped": pairs.dropped,
+            "neither": pairs.neither, "dropped": pairs.dropped, "unmatched": pairs.unmatched,
         },
         "difference": comparison.difference,
         "interval": None if interval is None else {"low": interval.low, "high": interval.high, "level": interval.level, "method": interval.method},
         "test": comparison.test,
         "pValue": comparison.p_value,
         "detectableDifference": comparison.detectable,
+        "detectableDrop": comparison.detectable_drop,
+        "detectableRise": comparison.detectable_rise,
+        "power": comparison.power,
         "metricDeltas": dict(comparison.metric_deltas),
+        "metricDeltasOver": "passed runs",
         "verdict": comparison.verdict,
     }
 

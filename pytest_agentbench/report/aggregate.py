@@ -28,17 +28,19 @@ from pytest_agentbench.report.stats import (
     format_session,
     percent,
     session_stats,
+    shown_k,
     suite_stats,
 )
 from pytest_agentbench.report.stats.repeats import metrics_from_result
 from pytest_agentbench.report.summary import abbreviate, fit
 
-#: The k shown beside pass@1 in the terminal (all k up to the run count are in the JSON).
-SHOWN_K = 3
 STATISTICS_LEGEND = (
-    "passed = passes/judged runs (judged = passed + failed); incomplete runs are counted apart, in neither "
-    "number; CI: Wilson {level} interval of the rate; pass@k: chance at least one of k runs passes, pass^k: "
-    "that all k pass (unbiased, over judged runs; n/a: fewer than k judged); metrics: median (IQR Q1–Q3) over judged runs"
+    "passed = passes/judged runs (judged = passed + failed + incomplete by the agent's doing: timeout, "
+    "budget or turn cap, crash, no result); incomplete: all incomplete runs, (N agent) of them the agent's, "
+    "counted as not passed; the harness's (device lost, server not connected, endpoint failing, no result "
+    "document) are in neither number; CI: Wilson {level} interval of the rate; pass@k: chance at least one of "
+    "k runs passes, pass^k: that all k pass (unbiased, over judged runs; k = {k}, the most runs a suite had "
+    "up to 3; n/a: fewer than k judged); metrics: median (IQR Q1–Q3) over passed and failed runs"
 )
 #: An unrecorded run's reason is shown up to this many characters (pytest prints it whole above).
 _REASON_CHARS = 160
@@ -69,13 +71,26 @@ def instance_key(result: Mapping[str, Any]) -> str | None:
     return str(instance["id"]) if instance.get("values") and instance.get("id") else None
 
 
+def incomplete_cause(result: Mapping[str, Any]) -> str | None:
+    """An incomplete result's recorded cause, ``"agent"`` or ``"harness"``; None when not incomplete or not recorded (older documents)."""
+    if verdict_status(result) not in ("passed", "failed"):
+        cause = (result.get("verdict") or {}).get("incompleteCause")
+        return cause if cause in ("agent", "harness") else None
+    return None
+
+
 def outcome_of(result: Mapping[str, Any]) -> RunOutcome:
-    """A result document -> the RunOutcome the statistics count (verdict, summarised metrics, instance id)."""
+    """A result document -> the RunOutcome the statistics count (verdict, its cause, summarised metrics, instance id).
+
+    An incomplete run without a recorded cause (a document written before causes were) counts
+    as the harness's, as all incomplete runs did then.
+    """
     status = verdict_status(result)
     return RunOutcome(
         status if status in ("passed", "failed") else "incomplete",  # type: ignore[arg-type]
         metrics_from_result(result.get("metrics") or {}),
         instance_key(result),
+        incomplete_cause(result),  # type: ignore[arg-type]
     )
 
 
@@ -85,7 +100,8 @@ def outcomes_by_suite(results: Iterable[Mapping[str, Any]], unrecorded: Iterable
     for result in results:
         grouped.setdefault(str(result.get("suite") or "?"), []).append(outcome_of(result))
     for run in unrecorded:
-        grouped.setdefault(run.suite, []).append(RunOutcome("incomplete", {}, None))
+        # No result document: the harness never got the run to a verdict (setup error, crash).
+        grouped.setdefault(run.suite, []).append(RunOutcome("incomplete", {}, run.instance, "harness"))
     return grouped
 
 
@@ -123,8 +139,12 @@ def session_statistics(
 
 
 def _k_shown(statistics: SessionStatistics) -> int:
-    most = max((s.runs for s in statistics.suites), default=1)
-    return min(SHOWN_K, most)
+    return shown_k([s.runs for s in statistics.suites])
+
+
+def incomplete_cell(stats: SuiteStats) -> str:
+    """``3 (1 agent)``: every incomplete run, and how many of them the agent caused (in the rate as not passed)."""
+    return f"{stats.incomplete} ({stats.incomplete_agent} agent)" if stats.incomplete_agent else str(stats.incomplete)
 
 
 def _estimate(value: float | None) -> str:
@@ -155,7 +175,7 @@ def render_statistics(statistics: SessionStatistics, *, width: int = 80) -> str:
     rows = []
     for stats in statistics.suites:
         rate = percent(stats.rate) if stats.rate is not None else "no rate"
-        row = [stats.suite, str(stats.runs), f"{stats.passed}/{stats.judged}", str(stats.incomplete), rate,
+        row = [stats.suite, str(stats.runs), f"{stats.passed}/{stats.judged}", incomplete_cell(stats), rate,
                _interval(stats.interval), _estimate(stats.pass_at.get(1))]
         if k > 1:
             row += [_estimate(stats.pass_at.get(k)), _estimate(stats.pass_hat.get(k))]
@@ -180,7 +200,7 @@ def render_statistics(statistics: SessionStatistics, *, width: int = 80) -> str:
         lines += [fit(f"  {run.nodeid} - {_cut(run.reason)}", width) for run in statistics.unrecorded]
     lines.append("")
     lines.append(fit(format_session(statistics.session), width))
-    lines += textwrap.wrap(STATISTICS_LEGEND.format(level=level), width)
+    lines += textwrap.wrap(STATISTICS_LEGEND.format(level=level, k=k), width)
     return "\n".join(lines)
 
 
@@ -204,6 +224,8 @@ def suite_block(stats: SuiteStats) -> dict[str, Any]:
         "passed": stats.passed,
         "failed": stats.failed,
         "incomplete": stats.incomplete,
+        "incompleteAgent": stats.incomplete_agent,
+        "incompleteHarness": stats.incomplete_harness,
         "judged": stats.judged,
         "rate": stats.rate,
         "interval": _interval_json(stats.interval),
@@ -221,6 +243,7 @@ def statistics_block(statistics: SessionStatistics) -> dict[str, Any]:
     session = statistics.session
     return {
         "level": statistics.level,
+        "shownK": _k_shown(statistics),
         "suites": {stats.suite: suite_block(stats) for stats in statistics.suites},
         "session": {
             "suites": session.suites,
@@ -228,6 +251,7 @@ def statistics_block(statistics: SessionStatistics) -> dict[str, Any]:
             "passed": session.passed,
             "failed": session.failed,
             "incomplete": session.incomplete,
+            "incompleteAgent": session.incomplete_agent,
             "judged": session.judged,
             "meanRate": session.mean_rate,
             "interval": _interval_json(session.interval),
@@ -250,6 +274,7 @@ def junit_properties(statistics: SessionStatistics) -> list[tuple[str, str]]:
             (f"{prefix}.passed", str(stats.passed)),
             (f"{prefix}.failed", str(stats.failed)),
             (f"{prefix}.incomplete", str(stats.incomplete)),
+            (f"{prefix}.incompleteAgent", str(stats.incomplete_agent)),
             (f"{prefix}.judged", str(stats.judged)),
             (f"{prefix}.rate", _number(stats.rate)),
             (f"{prefix}.ciLow", _number(stats.interval.low if stats.interval else None)),

@@ -18,7 +18,7 @@ _VERDICT_WORDS = {"passed": "pass", "failed": "FAIL", "incomplete": "INCOMP"}
 _FLAGS_WIDTH = 9
 _MIN_SUITE_WIDTH = 8
 SUMMARY_LEGEND = (
-    "INCOMP = incomplete; tokens = input + output + cache; Δcalls = tool calls vs baseline; "
+    "INCOMP = incomplete (INCOMP* the agent's doing: counted as not passed in the rates); tokens = input + output + cache; Δcalls = tool calls vs baseline; "
     "flags: app build, suite, dev(ice), cli version, srv (server build), model differ from the baseline"
 )
 
@@ -29,7 +29,18 @@ def verdict_line(result: Mapping[str, Any]) -> str:
     name = result.get("nodeid") or result.get("suite") or "?"
     reasons = verdict.get("reasons") or []
     line = f"{verdict_status(result).upper()} {name}"
+    if verdict.get("incompleteCause") in ("agent", "harness") and verdict_status(result) == "incomplete":
+        line += f" ({verdict['incompleteCause']}'s doing)"
     return f"{line} - {reasons[0]}" if reasons else line
+
+
+def verdict_word(result: Mapping[str, Any]) -> str:
+    """``pass``, ``FAIL``, ``INCOMP``, or ``INCOMP*`` for an incomplete run the agent caused (it counts as not passed)."""
+    status = verdict_status(result)
+    word = _VERDICT_WORDS.get(status, status)
+    if status == "incomplete" and (result.get("verdict") or {}).get("incompleteCause") == "agent":
+        word += "*"
+    return word
 
 
 def _wall(seconds: Any) -> str:
@@ -104,7 +115,7 @@ def render_summary_table(results: Sequence[Mapping[str, Any]], *, width: int = 8
         rows.append(
             [
                 str(result.get("suite") or "?"),
-                _VERDICT_WORDS.get(verdict_status(result), verdict_status(result)),
+                verdict_word(result),
                 _wall(metrics.get("wallClockSeconds")),
                 str(metrics.get("toolCalls", "-")),
                 str(metrics.get("turns", "-")),

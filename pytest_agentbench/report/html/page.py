@@ -20,7 +20,8 @@ from pytest_agentbench.report.html.assets import Assets
 from pytest_agentbench.report.html.charts import SuitePoint, cost_chart, pass_rate_chart
 from pytest_agentbench.report.html.run_view import anchor_for, run_view
 from pytest_agentbench.report.html.templates import render_template
-from pytest_agentbench.report.stats import DEFAULT_LEVEL, RunOutcome, metrics_from_result, suite_stats
+from pytest_agentbench.report.aggregate import outcome_of, suite_block
+from pytest_agentbench.report.stats import DEFAULT_LEVEL, RunOutcome, shown_k, suite_stats
 
 #: The session-table columns whose delta against the baseline is shown.
 DELTA_METRICS = (("toolCalls", "calls"), ("costUsd", "cost"), ("wallClockSeconds", "wall"))
@@ -33,25 +34,12 @@ def _interval(value: Mapping[str, Any] | None) -> tuple[float | None, float | No
 
 
 def computed_statistics(runs: Sequence[Mapping[str, Any]], level: float = DEFAULT_LEVEL) -> dict[str, Any]:
-    """Per-suite statistics from the runs themselves, in the shape of the session document's `statistics.suites`."""
+    """Per-suite statistics from the runs themselves, in the shape of the session document's `statistics` (`aggregate.suite_block`)."""
     by_suite: dict[str, list[RunOutcome]] = {}
     for run in runs:
-        outcome = RunOutcome(verdict_status(run), metrics_from_result(run.get("metrics") or {}))  # type: ignore[arg-type]
-        by_suite.setdefault(str(run.get("suite") or "?"), []).append(outcome)
-    suites = {}
-    for suite, outcomes in by_suite.items():
-        stats = suite_stats(suite, outcomes, level=level)
-        interval = stats.interval
-        suites[suite] = {
-            "runs": stats.runs, "passed": stats.passed, "failed": stats.failed, "incomplete": stats.incomplete,
-            "judged": stats.judged, "rate": stats.rate,
-            "interval": None if interval is None else {"low": interval.low, "high": interval.high, "level": interval.level,
-                                                       "method": interval.method},
-            "passAtK": {str(k): v for k, v in stats.pass_at.items()}, "passHatK": {str(k): v for k, v in stats.pass_hat.items()},
-            "metrics": {name: None if s is None else {"n": s.n, "median": s.median, "q1": s.q1, "q3": s.q3}
-                        for name, s in stats.metrics.items()},
-        }
-    return {"level": level, "suites": suites}
+        by_suite.setdefault(str(run.get("suite") or "?"), []).append(outcome_of(run))
+    suites = {suite: suite_block(suite_stats(suite, outcomes, level=level)) for suite, outcomes in by_suite.items()}
+    return {"level": level, "shownK": shown_k([len(o) for o in by_suite.values()]), "suites": suites}
 
 
 def _money(value: Any) -> str:
@@ -64,9 +52,27 @@ def _pct(value: Any) -> str:
     return "–" if not isinstance(value, (int, float)) else f"{value * 100:.0f}%"
 
 
+def _estimate(values: Mapping[str, Any], k: int, judged: int) -> str:
+    value = values.get(str(k))
+    return f"{value:.3f}" if isinstance(value, (int, float)) else f"n/a ({judged} judged)"
+
+
+def statistics_k(statistics: Mapping[str, Any]) -> int:
+    """The k of the pass@k columns: the document's `shownK` (the terminal's), else the terminal's rule over its runs."""
+    k = statistics.get("shownK")
+    if isinstance(k, int) and not isinstance(k, bool) and k >= 1:
+        return k
+    return shown_k([int(block.get("runs") or 0) for block in (statistics.get("suites") or {}).values()])
+
+
 def statistics_view(statistics: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[SuitePoint], str]:
-    """The statistics block -> table rows, chart points and the level as text ("95%")."""
+    """The statistics block -> table rows, chart points and the level as text ("95%").
+
+    pass@k and pass^k are shown for one k, the terminal's (`statistics_k`), to 3 decimals as
+    there; a suite with fewer judged runs than k reads ``n/a (2 judged)``.
+    """
     level = statistics.get("level") or DEFAULT_LEVEL
+    k = statistics_k(statistics)
     rows, points = [], []
     for suite, block in (statistics.get("suites") or {}).items():
         low, high = _interval(block.get("interval"))
@@ -75,13 +81,16 @@ def statistics_view(statistics: Mapping[str, Any]) -> tuple[list[dict[str, Any]]
                                  int(block.get("incomplete") or 0), block.get("rate"), low, high, cost))
         pass_at = block.get("passAtK") or {}
         pass_hat = block.get("passHatK") or {}
-        top = max((int(k) for k in pass_at), default=1)
+        judged = int(block.get("judged") or 0)
+        agent = int(block.get("incompleteAgent") or 0)
+        incomplete = int(block.get("incomplete") or 0)
         rows.append({
             "suite": str(suite), "runs": block.get("runs", 0), "passed": block.get("passed", 0), "failed": block.get("failed", 0),
-            "incomplete": block.get("incomplete", 0), "rate": _pct(block.get("rate")),
+            "incomplete": f"{incomplete} ({agent} agent)" if agent else str(incomplete), "judged": judged, "rate": _pct(block.get("rate")),
             "interval": "–" if low is None else f"[{_pct(low)}, {_pct(high)}]",
-            "pass_at": f"pass@{top} {_pct(pass_at.get(str(top)))}" if top > 1 else "",
-            "pass_hat": f"pass^{top} {_pct(pass_hat.get(str(top)))}" if top > 1 else "",
+            "pass_at_1": _estimate(pass_at, 1, judged),
+            "pass_at": _estimate(pass_at, k, judged),
+            "pass_hat": _estimate(pass_hat, k, judged),
             "cost": _money(cost),
             "median_calls": _median(block, "toolCalls"), "median_wall": _median(block, "wallClockSeconds"),
         })
@@ -172,12 +181,14 @@ def page_values(document: Mapping[str, Any], *, assets: Assets, environ: Mapping
         "generated_at": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
         "started_at": str(document.get("startedAt") or ""), "finished_at": str(document.get("finishedAt") or ""),
         "counts": counts, "total": sum(counts.values()),
+        "incomplete_agent": sum(1 for run in runs if verdict_status(run) == "incomplete"
+                                and (run.get("verdict") or {}).get("incompleteCause") == "agent"),
         "rows": session_rows(runs),
         "unrecorded": [{"nodeid": str(u.get("nodeid") or ""), "suite": str(u.get("suite") or ""),
                         "reason": str(u.get("reason") or "")} for u in unrecorded],
         # Repeats make the statistics worth a table; a single run per suite is in the session table already.
         "show_statistics": bool(document.get("statistics")) or any(row["runs"] > 1 for row in stat_rows),
-        "statistics": stat_rows, "level": level,
+        "statistics": stat_rows, "level": level, "shown_k": statistics_k(statistics),
         "pass_rate_svg": pass_rate_chart(points, level=level), "cost_svg": cost_chart(points),
         "comparison": comparison_view(document.get("comparison")),
         "runs": [run_view(run, index=i, assets=assets, environ=environ) for i, run in enumerate(runs, start=1)],

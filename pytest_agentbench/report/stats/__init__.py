@@ -9,16 +9,14 @@ docs/statistics.md explains every number. The import surface is this package:
 from __future__ import annotations
 
 from pytest_agentbench.report.stats.compare import (
-    DEFAULT_ALPHA,
-    DEFAULT_POWER,
     Comparison,
     PairTable,
     SessionComparison,
     compare,
     compare_sessions,
     detectable_difference,
+    could_detect,
     pairable,
-    runs_needed,
     verdict_sentence,
 )
 from pytest_agentbench.report.stats.exact import fisher_exact_p, mcnemar_exact_p
@@ -28,18 +26,31 @@ from pytest_agentbench.report.stats.intervals import (
     Interval,
     at_least,
     check_level,
+    effective_runs,
     newcombe_interval,
     paired_newcombe_interval,
     regularized_beta,
+    suite_mean_newcombe,
+    suite_mean_wilson,
     t_quantile,
     wilson_interval,
     z_quantile,
 )
+from pytest_agentbench.report.stats.power import (
+    DEFAULT_ALPHA,
+    DEFAULT_POWER,
+    detectable_differences,
+    exact_power,
+    runs_needed,
+)
 from pytest_agentbench.report.stats.repeats import (
+    CAUSES,
     METRICS,
     STATUSES,
     MetricSummary,
+    Cause,
     RunOutcome,
+    SHOWN_K,
     SessionStats,
     Status,
     SuiteStats,
@@ -48,6 +59,7 @@ from pytest_agentbench.report.stats.repeats import (
     pass_hat_k,
     quantile,
     session_stats,
+    shown_k,
     suite_stats,
     summarize,
 )
@@ -55,6 +67,7 @@ from pytest_agentbench.report.stats.text import (
     METRIC_LABELS,
     comparison_lines,
     format_difference,
+    format_incomplete,
     format_metric,
     format_metric_deltas,
     format_p,
@@ -68,6 +81,17 @@ from pytest_agentbench.report.stats.text import (
 )
 
 __all__ = [
+    "CAUSES",
+    "SHOWN_K",
+    "shown_k",
+    "Cause",
+    "could_detect",
+    "detectable_differences",
+    "effective_runs",
+    "exact_power",
+    "format_incomplete",
+    "suite_mean_newcombe",
+    "suite_mean_wilson",
     "DEFAULT_ALPHA",
     "DEFAULT_LEVEL",
     "DEFAULT_POWER",

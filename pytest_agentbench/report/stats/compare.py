@@ -1,9 +1,12 @@
 """Two sessions' run outcomes (A = baseline, B = this one) -> the difference in pass rate, its interval, an exact test, a verdict.
 
 Paired when both sides ran the same seeded instances (matched by instance id): Newcombe's paired
-interval and McNemar's exact test. Independent otherwise: Newcombe's hybrid score interval and
-Fisher's exact test. The smallest detectable difference uses a normal approximation around the
-baseline rate (see detectable_difference); docs/statistics.md explains how to read all of it.
+interval and McNemar's exact test; a run that ended without a result (no instance id) is an
+unmatched pair, left out and counted, never a reason to drop the pairing. Independent otherwise:
+Newcombe's hybrid score interval and Fisher's exact test. An incomplete run the agent caused
+counts as not passed; the harness's are left out. The smallest detectable difference is computed
+from the exact power of the test used (`power`); metric deltas compare passed runs only.
+docs/statistics.md explains how to read all of it.
 """
 
 from __future__ import annotations
@@ -11,7 +14,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from statistics import NormalDist
 from typing import Literal
 
 from pytest_agentbench.report.stats.exact import fisher_exact_p, mcnemar_exact_p
@@ -22,77 +24,50 @@ from pytest_agentbench.report.stats.intervals import (
     check_level,
     newcombe_interval,
     paired_newcombe_interval,
+    suite_mean_newcombe,
     t_quantile,
+)
+from pytest_agentbench.report.stats.power import (
+    DEFAULT_ALPHA,
+    DEFAULT_POWER,
+    check_probability,
+    detectable_differences,
 )
 from pytest_agentbench.report.stats.repeats import METRICS, RunOutcome, summarize
 
-DEFAULT_ALPHA = 0.05
-DEFAULT_POWER = 0.80
-
 
 def _check_probability(value: float, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
-        raise ValueError(f"{what}: expected a number between 0 and 1, got {value!r}")
-    return float(value)
-
-
-def _z_sum(alpha: float, power: float) -> float:
-    """z(1 - alpha/2) + z(power): 1.96 + 0.84 = 2.80 at the defaults."""
-    normal = NormalDist()
-    return normal.inv_cdf(1 - _check_probability(alpha, "alpha") / 2) + normal.inv_cdf(_check_probability(power, "power"))
+    return check_probability(value, what)
 
 
 def detectable_difference(
-    baseline_rate: float, runs_a: int, runs_b: int, *, alpha: float = DEFAULT_ALPHA, power: float = DEFAULT_POWER
+    baseline_rate: float, runs_a: int, runs_b: int, *, paired: bool = False,
+    alpha: float = DEFAULT_ALPHA, power: float = DEFAULT_POWER,
 ) -> float | None:
-    """The smallest difference in pass rate these run counts would detect (a two-sided test).
+    """The larger of the smallest drop and the smallest rise these runs detect with the given power (`power.detectable_differences`).
 
-    Normal approximation with the variance at the baseline rate p on both sides:
-    ``(z(1 - alpha/2) + z(power)) * sqrt(p (1 - p) (1/runs_a + 1/runs_b))``. The caller passes a p
-    kept away from 0 and 1 (compare uses the baseline's rate with two passes and two failures
-    added), because at p = 0 or 1 the approximation would claim any difference is detectable.
-
-    Args:
-        baseline_rate: p, strictly between 0 and 1.
-        runs_a: Judged runs on side A.
-        runs_b: Judged runs on side B.
-        alpha: Two-sided significance level.
-        power: Chance of detecting a true difference of the returned size.
-
-    Returns:
-        The difference as a fraction (0.3 = 30 points), at most 1.0; ``None`` when a side has no run.
+    Computed with the exact test the comparison uses, not a normal approximation (which claimed
+    80% power where Fisher's test had about half). ``None`` when no difference in either
+    direction is detected that often, or a side has no run.
     """
-    p = _check_probability(baseline_rate, "baseline rate")
-    z = _z_sum(alpha, power)
-    if runs_a <= 0 or runs_b <= 0:
-        return None
-    return min(1.0, z * math.sqrt(p * (1 - p) * (1 / runs_a + 1 / runs_b)))
-
-
-def runs_needed(
-    baseline_rate: float, difference: float, *, alpha: float = DEFAULT_ALPHA, power: float = DEFAULT_POWER
-) -> int:
-    """Judged runs per side needed to detect ``difference`` from ``baseline_rate`` (detectable_difference inverted).
-
-    ``ceil(2 (z(1 - alpha/2) + z(power))^2 p (1 - p) / difference^2)``: 99 per side for 20 points
-    at p = 0.5, 80% power and alpha 0.05.
-    """
-    p = _check_probability(baseline_rate, "baseline rate")
-    d = _check_probability(abs(difference), "difference")
-    z = _z_sum(alpha, power)
-    # The tolerance keeps an exact whole number (rounded up by a last-bit error) from becoming n + 1.
-    return math.ceil(2 * z * z * p * (1 - p) / (d * d) - 1e-9)
+    found = [d for d in detectable_differences(baseline_rate, runs_a, runs_b, paired=paired, alpha=alpha, power=power) if d is not None]
+    return max(found) if found else None
 
 
 @dataclass(frozen=True)
 class PairTable:
-    """Paired instances by who passed; ``dropped`` pairs had an incomplete run on a side and are left out."""
+    """Paired instances by who passed (an agent-caused incomplete run counts as not passed).
+
+    ``dropped`` pairs had a harness-caused incomplete run on a side; ``unmatched`` runs had no
+    partner (a run that ended without a result carries no instance id). Both are left out.
+    """
 
     both: int
     a_only: int
     b_only: int
     neither: int
     dropped: int
+    unmatched: int = 0
 
     @property
     def pairs(self) -> int:
@@ -105,7 +80,10 @@ class Comparison:
     """A/B comparison of pass rates on the analysed runs (both sides judged; for pairs, complete pairs).
 
     ``difference`` is rate B minus rate A; ``metric_deltas`` are median B minus median A over each
-    side's judged runs (``None`` where a side lacks the metric).
+    side's passed runs (``None`` where a side has no passed run with the metric). ``judged_*``
+    count the agent's incomplete runs (as not passed), ``incomplete_*`` every incomplete run and
+    ``incomplete_agent_*`` the agent's. ``detectable`` is the larger of ``detectable_drop`` and
+    ``detectable_rise`` (each ``None`` when no difference that way is detected with ``power``).
     """
 
     suite: str | None
@@ -126,6 +104,10 @@ class Comparison:
     power: float
     metric_deltas: Mapping[str, float | None]
     verdict: str
+    incomplete_agent_a: int = 0
+    incomplete_agent_b: int = 0
+    detectable_drop: float | None = None
+    detectable_rise: float | None = None
 
     @property
     def rate_a(self) -> float | None:
@@ -138,37 +120,58 @@ class Comparison:
         return self.passed_b / self.judged_b if self.judged_b else None
 
 
-def _instance_ids(outcomes: Sequence[RunOutcome]) -> list[str] | None:
-    ids = [o.instance for o in outcomes]
-    if any(i is None for i in ids) or len(set(ids)) != len(ids):
+def _pairing(a: Sequence[RunOutcome], b: Sequence[RunOutcome]) -> tuple[list[str], int] | None:
+    """The instance ids both sides ran and the unmatched pairs, or None when the runs are not paired instances.
+
+    Paired instances: every passed or failed run carries an instance id, ids are unique per
+    side, some ids are on both sides, and an id on one side only is explained by a run without
+    an id (one that ended before it wrote a result) on the other.
+    """
+    ids: list[set[str]] = []
+    idless: list[int] = []
+    for side in (a, b):
+        present = [o.instance for o in side if o.instance is not None]
+        if len(set(present)) != len(present) or any(o.instance is None and o.status != "incomplete" for o in side):
+            return None
+        ids.append(set(present))  # type: ignore[arg-type]
+        idless.append(len(side) - len(present))
+    common = ids[0] & ids[1]
+    only_a, only_b = len(ids[0] - common), len(ids[1] - common)
+    if not common or only_a > idless[1] or only_b > idless[0]:
         return None
-    return ids  # type: ignore[return-value]
+    order = [o.instance for o in a if o.instance in common]
+    return order, max(only_a + idless[0], only_b + idless[1])  # type: ignore[return-value]
 
 
 def pairable(a: Sequence[RunOutcome], b: Sequence[RunOutcome]) -> bool:
-    """Whether A and B ran the same seeded instances: every run has an id, unique per side, same sets."""
-    ids_a, ids_b = _instance_ids(a), _instance_ids(b)
-    return bool(ids_a) and ids_b is not None and set(ids_a) == set(ids_b)
+    """Whether A and B ran the same seeded instances (runs without a result aside; see `_pairing`)."""
+    return _pairing(a, b) is not None
 
 
 def _pair_table(a: Sequence[RunOutcome], b: Sequence[RunOutcome]) -> PairTable:
-    by_id = {o.instance: o for o in b}
+    pairing = _pairing(a, b)
+    if pairing is None:
+        raise ValueError("paired comparison: the runs are not paired instances")
+    common, unmatched = pairing
+    by_id_a = {o.instance: o for o in a}
+    by_id_b = {o.instance: o for o in b}
     cells = {"both": 0, "a_only": 0, "b_only": 0, "neither": 0, "dropped": 0}
-    for run_a in a:
-        run_b = by_id[run_a.instance]
-        if "incomplete" in (run_a.status, run_b.status):
+    key = {(True, True): "both", (True, False): "a_only", (False, True): "b_only", (False, False): "neither"}
+    for instance in common:
+        run_a, run_b = by_id_a[instance], by_id_b[instance]
+        if not (run_a.scored and run_b.scored):
             cells["dropped"] += 1
             continue
-        key = {(True, True): "both", (True, False): "a_only", (False, True): "b_only", (False, False): "neither"}
         cells[key[(run_a.status == "passed", run_b.status == "passed")]] += 1
-    return PairTable(**cells)
+    return PairTable(**cells, unmatched=unmatched)
 
 
 def _metric_deltas(a: Sequence[RunOutcome], b: Sequence[RunOutcome]) -> dict[str, float | None]:
+    """Median B minus median A over each side's passed runs: failed runs that did nothing look cheap."""
     deltas: dict[str, float | None] = {}
     for name in METRICS:
-        summary_a = summarize([o.metrics.get(name) for o in a if o.status != "incomplete"])
-        summary_b = summarize([o.metrics.get(name) for o in b if o.status != "incomplete"])
+        summary_a = summarize([o.metrics.get(name) for o in a if o.status == "passed"])
+        summary_b = summarize([o.metrics.get(name) for o in b if o.status == "passed"])
         deltas[name] = summary_b.median - summary_a.median if summary_a and summary_b else None
     return deltas
 
@@ -177,13 +180,28 @@ def _points(fraction: float) -> str:
     return f"{abs(fraction) * 100:.0f}"
 
 
+def could_detect(drop: float | None, rise: float | None, power: float = DEFAULT_POWER) -> str:
+    """``could detect about ±60 points with 80% power``, or per direction, or that no difference would be detected."""
+    chance = f"with {power * 100:g}% power"
+    if drop is None and rise is None:
+        return f"no difference of any size would be detected {chance} at this N"
+    if drop is not None and rise is not None:
+        if _points(drop) == _points(rise):
+            return f"could detect about ±{_points(drop)} points {chance}"
+        return f"could detect a drop of about {_points(drop)} or a rise of about {_points(rise)} points {chance}"
+    if drop is not None:
+        return f"could detect a drop of about {_points(drop)} points {chance}; no rise from this baseline"
+    return f"could detect a rise of about {_points(rise)} points {chance}; no drop from this baseline"
+
+
 def verdict_sentence(
     difference: float | None,
     interval: Interval | None,
     p_value: float | None,
-    detectable: float | None,
+    detectable: tuple[float | None, float | None] | None,
     *,
     alpha: float = DEFAULT_ALPHA,
+    power: float = DEFAULT_POWER,
     names: tuple[str, str] = ("A", "B"),
 ) -> str:
     """The plain sentence under a comparison; "no detectable difference at this N" whenever the interval spans zero.
@@ -192,8 +210,10 @@ def verdict_sentence(
         difference: Rate B minus rate A (``None``: a side has no judged run).
         interval: The difference's interval.
         p_value: The exact test's two-sided p-value.
-        detectable: The smallest detectable difference, for the "could detect about" clause.
+        detectable: The smallest detectable (drop, rise), for the "could detect about" clause
+            (`power.detectable_differences`); ``None``: not sized.
         alpha: The significance level the p-value is held against.
+        power: The power the detectable differences were sized for.
         names: How to call A and B.
 
     Returns:
@@ -203,7 +223,7 @@ def verdict_sentence(
     name_a, name_b = names
     if difference is None or interval is None or p_value is None:
         return "nothing to compare: a side has no judged run"
-    could = f"could detect about ±{_points(detectable)} points" if detectable is not None else "no runs to size it"
+    could = could_detect(*detectable, power) if detectable is not None else "no runs to size it"
     if interval.contains(0.0):
         text = f"no detectable difference at this N ({could})"
         if p_value < alpha:
@@ -262,6 +282,8 @@ def compare(
     use_pairs = can_pair if paired is None else paired
     incomplete_a = sum(1 for o in a if o.status == "incomplete")
     incomplete_b = sum(1 for o in b if o.status == "incomplete")
+    agent_a = sum(1 for o in a if o.agent_incomplete)
+    agent_b = sum(1 for o in b if o.agent_incomplete)
     table: PairTable | None = None
     if use_pairs:
         table = _pair_table(a, b)
@@ -272,9 +294,9 @@ def compare(
         p_value = mcnemar_exact_p(table.a_only, table.b_only) if n else None
     else:
         passed_a = sum(1 for o in a if o.status == "passed")
-        judged_a = passed_a + sum(1 for o in a if o.status == "failed")
+        judged_a = sum(1 for o in a if o.scored)
         passed_b = sum(1 for o in b if o.status == "passed")
-        judged_b = passed_b + sum(1 for o in b if o.status == "failed")
+        judged_b = sum(1 for o in b if o.scored)
         interval = newcombe_interval(passed_a, judged_a, passed_b, judged_b, level)
         p_value = (
             fisher_exact_p(passed_a, judged_a - passed_a, passed_b, judged_b - passed_b)
@@ -285,10 +307,13 @@ def compare(
     if judged_a and judged_b:
         # One division of exact integers: 2/10 - 7/10 is -0.5, not -0.49999999999999994.
         difference = (passed_b * judged_a - passed_a * judged_b) / (judged_a * judged_b)
-    detectable = None
+    drop = rise = None
     if judged_a and judged_b:
-        # Two passes and two failures added keep p off 0 and 1, where the approximation breaks down.
-        detectable = detectable_difference((passed_a + 2) / (judged_a + 4), judged_a, judged_b, alpha=alpha, power=power)
+        # The baseline's true rate is taken as its rate with two passes and two failures added:
+        # off 0 and 1, so a 10/10 baseline is not assumed perfect.
+        drop, rise = detectable_differences((passed_a + 2) / (judged_a + 4), judged_a, judged_b,
+                                            paired=use_pairs, alpha=alpha, power=power)
+    sized = [d for d in (drop, rise) if d is not None]
     return Comparison(
         suite=suite,
         design="paired" if use_pairs else "independent",
@@ -303,11 +328,16 @@ def compare(
         interval=interval,
         test="mcnemar-exact" if use_pairs else "fisher-exact",
         p_value=p_value,
-        detectable=detectable,
+        detectable=max(sized) if sized else None,
         alpha=float(alpha),
         power=float(power),
         metric_deltas=_metric_deltas(a, b),
-        verdict=verdict_sentence(difference, interval, p_value, detectable, alpha=alpha, names=names),
+        verdict=verdict_sentence(difference, interval, p_value, (drop, rise) if judged_a and judged_b else None,
+                                 alpha=alpha, power=power, names=names),
+        incomplete_agent_a=agent_a,
+        incomplete_agent_b=agent_b,
+        detectable_drop=drop,
+        detectable_rise=rise,
     )
 
 
@@ -360,21 +390,25 @@ def compare_sessions(
     def pooled(side: Mapping[str, Sequence[RunOutcome]]) -> list[RunOutcome]:
         # Instance ids are unique within a suite only; prefix the suite so pairs match within it.
         return [
-            RunOutcome(o.status, o.metrics, None if o.instance is None else f"{name}\0{o.instance}")
+            RunOutcome(o.status, o.metrics, None if o.instance is None else f"{name}\0{o.instance}", o.cause)
             for name in common
             for o in side[name]
         ]
 
     overall = compare(pooled(a), pooled(b), suite=None, paired=paired, **options)
-    differences = [c.difference for c in per_suite if c.difference is not None]
+    measured = [c for c in per_suite if c.difference is not None]
+    differences = [c.difference for c in measured]
     mean = math.fsum(differences) / len(differences) if differences else None
     interval = None
     if len(differences) >= 2:
         m = len(differences)
         spread = math.sqrt(math.fsum((d - mean) ** 2 for d in differences) / (m - 1))
         half = t_quantile(1 - (1 - level) / 2, m - 1) * spread / math.sqrt(m)
-        interval = at_least(Interval(max(-1.0, mean - half), min(1.0, mean + half), float(level), "clustered-t"),
-                            overall.interval)
+        # The floor is an interval for the same mean of per-suite differences (not the pooled
+        # runs', which weighs suites by their run counts).
+        floor = suite_mean_newcombe([c.rate_a for c in measured], [c.judged_a for c in measured],
+                                    [c.rate_b for c in measured], [c.judged_b for c in measured], level)
+        interval = at_least(Interval(max(-1.0, mean - half), min(1.0, mean + half), float(level), "clustered-t"), floor)
     return SessionComparison(
         suites=per_suite,
         overall=overall,

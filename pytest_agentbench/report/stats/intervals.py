@@ -7,6 +7,7 @@ needs no scipy at run time; tests cross-check them against scipy.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 
@@ -27,21 +28,73 @@ class Interval:
         return self.low <= value <= self.high
 
 
-#: The method of a clustered interval widened to the pooled runs' own interval (see at_least).
-FLOORED = "clustered-t, at least pooled"
+#: The method of a suite-clustered interval widened to the suite-mean Wilson interval (see at_least).
+FLOORED = "clustered-t, at least suite-mean Wilson"
 
 
-def at_least(clustered: Interval, pooled: Interval | None) -> Interval:
-    """A suite-clustered interval, widened where needed to cover the interval of the pooled runs.
+def at_least(clustered: Interval, floor: Interval | None) -> Interval:
+    """A suite-clustered interval, widened where needed to cover ``floor``, another interval for the same mean.
 
-    The clustered interval's width comes only from how much suites differ: when they agree (every
-    suite 100%, or every difference +20 points) it is zero wide, although each suite's rate rests
-    on a few runs. The pooled runs' interval (which treats runs as independent, the least
-    uncertainty the runs allow) is the floor; the method says when it was used.
+    The clustered t interval's width comes only from how much suites differ: when they agree
+    (every suite 100%, or every difference +20 points) it is zero wide, although each suite's
+    rate rests on a few runs. The floor (`suite_mean_wilson`, `suite_mean_newcombe`) is an
+    interval for the same mean of per-suite rates from the runs' own binomial noise; the
+    method says when it was used.
     """
-    if pooled is None or (clustered.low <= pooled.low and clustered.high >= pooled.high):
+    if floor is None or (clustered.low <= floor.low and clustered.high >= floor.high):
         return clustered
-    return Interval(min(clustered.low, pooled.low), max(clustered.high, pooled.high), clustered.level, FLOORED)
+    return Interval(min(clustered.low, floor.low), max(clustered.high, floor.high), clustered.level, FLOORED)
+
+
+def effective_runs(runs: Sequence[int]) -> float:
+    """The runs an equal-weight mean of per-suite rates is worth: m^2 / sum(1/n_i) (n_i > 0).
+
+    With a common rate p the mean of m suite rates has variance p(1 - p) * sum(1/n_i) / m^2,
+    that of one rate over this many runs. 13 suites of 1 run are worth 13; nine suites of 2
+    runs and one of 1000 are worth 22, not 1018: the big suite is a tenth of the mean.
+    """
+    if not runs or any(isinstance(n, bool) or not isinstance(n, int) or n <= 0 for n in runs):
+        raise ValueError(f"effective runs: expected positive run counts, got {list(runs)!r}")
+    return len(runs) ** 2 / math.fsum(1 / n for n in runs)
+
+
+def _wilson_rate(rate: float, runs: float, level: float) -> tuple[float, float]:
+    z = z_quantile(level)
+    denominator = 1 + z * z / runs
+    center = (rate + z * z / (2 * runs)) / denominator
+    half = z * math.sqrt(max(0.0, rate * (1 - rate)) / runs + z * z / (4 * runs * runs)) / denominator
+    return (0.0 if rate <= 0 else max(0.0, center - half)), (1.0 if rate >= 1 else min(1.0, center + half))
+
+
+def suite_mean_wilson(rates: Sequence[float], runs: Sequence[int], level: float = DEFAULT_LEVEL) -> Interval | None:
+    """A Wilson interval for the mean of per-suite rates, over the suites' effective number of runs (`effective_runs`).
+
+    This is an interval for the same quantity as the suite-clustered one (the equal-weight mean),
+    from the binomial noise of each suite's rate rather than from the spread between suites.
+    ``None`` without a suite.
+    """
+    if not rates:
+        return None
+    if len(rates) != len(runs):
+        raise ValueError("suite-mean Wilson: expected one run count per rate")
+    low, high = _wilson_rate(math.fsum(rates) / len(rates), effective_runs(runs), check_level(level))
+    return Interval(low, high, float(level), "suite-mean-wilson")
+
+
+def suite_mean_newcombe(
+    rates_a: Sequence[float], runs_a: Sequence[int], rates_b: Sequence[float], runs_b: Sequence[int],
+    level: float = DEFAULT_LEVEL,
+) -> Interval | None:
+    """Newcombe's hybrid score interval for mean(rates_b) - mean(rates_a), each side a suite-mean Wilson interval."""
+    if not rates_a or not rates_b:
+        return None
+    mean_a, mean_b = math.fsum(rates_a) / len(rates_a), math.fsum(rates_b) / len(rates_b)
+    low_a, high_a = _wilson_rate(mean_a, effective_runs(runs_a), check_level(level))
+    low_b, high_b = _wilson_rate(mean_b, effective_runs(runs_b), level)
+    d = mean_b - mean_a
+    low = d - math.sqrt((mean_b - low_b) ** 2 + (high_a - mean_a) ** 2)
+    high = d + math.sqrt((high_b - mean_b) ** 2 + (mean_a - low_a) ** 2)
+    return Interval(max(-1.0, low), min(1.0, high), float(level), "suite-mean-newcombe")
 
 
 def check_level(level: float) -> float:

@@ -1,8 +1,11 @@
 """Repeated run outcomes -> per-suite statistics (rate, Wilson interval, pass@k, pass^k, medians) and the session line.
 
-A run is ``passed``, ``failed`` or ``incomplete``. Incomplete runs (infrastructure or budget
-stops) are unscored: they are counted and shown, but change neither the numerator nor the
-denominator of a pass rate, and they never count as passes or as failures.
+A run is ``passed``, ``failed`` or ``incomplete``, and an incomplete run's cause is the agent's
+(it timed out, hit its budget or turn cap, crashed, gave no result) or the harness's (device
+lost, MCP server not connected, model endpoint failing, sealed inputs changed; also any run
+without a recorded cause). The rate counts the agent's incomplete runs as not passed, so giving
+up is never better than failing; only the harness's stay out of the numerator and denominator.
+Both counts are kept and shown.
 """
 
 from __future__ import annotations
@@ -12,10 +15,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pytest_agentbench.report.stats.intervals import DEFAULT_LEVEL, Interval, at_least, check_level, t_quantile, wilson_interval
+from pytest_agentbench.report.stats.intervals import (
+    DEFAULT_LEVEL,
+    Interval,
+    at_least,
+    check_level,
+    suite_mean_wilson,
+    t_quantile,
+    wilson_interval,
+)
 
 Status = Literal["passed", "failed", "incomplete"]
 STATUSES: tuple[str, ...] = ("passed", "failed", "incomplete")
+Cause = Literal["agent", "harness"]
+CAUSES: tuple[str, ...] = ("agent", "harness")
 
 # The metrics a suite's repeats are summarised by, as keys of RunOutcome.metrics; `tokens` is
 # input + output + cache tokens, as in the summary table (see metrics_from_result).
@@ -34,18 +47,35 @@ class RunOutcome:
     ``instance`` is the id of the seeded task instance (``pytest_agentbench.suite.params.instance_id``);
     two sessions that ran the same instances can be compared pair by pair. Leave it ``None`` for
     runs of a suite without ``params``, whose repeats are not distinct instances.
+
+    ``cause`` is an incomplete run's cause: ``"agent"`` counts in the rate as not passed;
+    ``"harness"`` or ``None`` (not recorded, as in documents written before causes were) leaves
+    the run outside the rate. It must be ``None`` for a passed or failed run.
     """
 
     status: Status
     metrics: Mapping[str, float] = field(default_factory=dict)
     instance: str | None = None
+    cause: Cause | None = None
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
             raise ValueError(f"run outcome: expected a status of {', '.join(STATUSES)}, got {self.status!r}")
+        if self.cause is not None and (self.status != "incomplete" or self.cause not in CAUSES):
+            raise ValueError(f"run outcome: expected a cause of {', '.join(CAUSES)} on an incomplete run only, got {self.cause!r} on {self.status}")
         for key, value in self.metrics.items():
             if value is not None and not _is_number(value):
                 raise ValueError(f"run outcome: expected metric {key!r} to be a finite number or None, got {value!r}")
+
+    @property
+    def agent_incomplete(self) -> bool:
+        """An incomplete run the agent caused: in the rate, as not passed."""
+        return self.status == "incomplete" and self.cause == "agent"
+
+    @property
+    def scored(self) -> bool:
+        """Whether the run is in the pass rate: passed, failed, or incomplete by the agent's doing."""
+        return self.status != "incomplete" or self.cause == "agent"
 
 
 def metrics_from_result(metrics: Mapping[str, Any]) -> dict[str, float]:
@@ -115,6 +145,19 @@ def pass_hat_k(n: int, c: int, k: int) -> float | None:
     return max(0.0, product)
 
 
+#: The k shown beside pass@1 in the terminal and on the HTML page (every k is in the JSON).
+SHOWN_K = 3
+
+
+def shown_k(runs_per_suite: Sequence[int]) -> int:
+    """The one k every report shows pass@k and pass^k for: 3, or the most runs any suite had when fewer.
+
+    One k for the whole session, so suites are comparable column by column; a suite with fewer
+    judged runs than k shows n/a rather than a value over a different k.
+    """
+    return max(1, min(SHOWN_K, max(runs_per_suite, default=1)))
+
+
 def quantile(values: Sequence[float], q: float) -> float | None:
     """The ``q`` quantile by linear interpolation between order statistics (numpy's default, R type 7).
 
@@ -160,10 +203,11 @@ def summarize(values: Sequence[float | None]) -> MetricSummary | None:
 class SuiteStats:
     """What a suite's repeated runs say: counts, the pass rate with its interval, pass@k, pass^k, metrics.
 
-    ``pass_at`` and ``pass_hat`` map k = 1..runs to the estimate, ``None`` where k exceeds the judged
-    runs. ``metrics`` maps each name in METRICS to its summary over judged runs (``None`` when no
-    judged run reported it): incomplete runs are stopped by infrastructure or a budget, so their
-    calls and seconds describe the stop rather than the agent.
+    ``incomplete`` counts every incomplete run, ``incomplete_agent`` those the agent caused, which
+    are judged (in the rate, as not passed). ``pass_at`` and ``pass_hat`` map k = 1..runs to the
+    estimate, ``None`` where k exceeds the judged runs. ``metrics`` maps each name in METRICS to
+    its summary over passed and failed runs (``None`` when none reported it): an incomplete run
+    was stopped, so its calls and seconds describe the stop rather than the agent's work.
     """
 
     suite: str
@@ -174,11 +218,17 @@ class SuiteStats:
     pass_at: Mapping[int, float | None]
     pass_hat: Mapping[int, float | None]
     metrics: Mapping[str, MetricSummary | None]
+    incomplete_agent: int = 0
+
+    @property
+    def incomplete_harness(self) -> int:
+        """Incomplete runs the harness caused (or of unrecorded cause): outside the rate."""
+        return self.incomplete - self.incomplete_agent
 
     @property
     def judged(self) -> int:
-        """Runs with a verdict: the denominator of the pass rate."""
-        return self.passed + self.failed
+        """The denominator of the pass rate: passed, failed and the agent's incomplete runs."""
+        return self.passed + self.failed + self.incomplete_agent
 
     @property
     def runs(self) -> int:
@@ -207,7 +257,8 @@ def suite_stats(
     """
     check_level(level)
     counts = {status: sum(1 for o in outcomes if o.status == status) for status in STATUSES}
-    passed, judged = counts["passed"], counts["passed"] + counts["failed"]
+    agent = sum(1 for o in outcomes if o.agent_incomplete)
+    passed, judged = counts["passed"], counts["passed"] + counts["failed"] + agent
     top = len(outcomes) if max_k is None else max_k
     if isinstance(top, bool) or not isinstance(top, int) or top < 0:
         raise ValueError(f"suite statistics: expected max_k to be a non-negative integer, got {max_k!r}")
@@ -221,6 +272,7 @@ def suite_stats(
         pass_at={k: pass_at_k(judged, passed, k) for k in range(1, top + 1)},
         pass_hat={k: pass_hat_k(judged, passed, k) for k in range(1, top + 1)},
         metrics={name: summarize([o.metrics.get(name) for o in judged_runs]) for name in METRICS},
+        incomplete_agent=agent,
     )
 
 
@@ -231,8 +283,9 @@ class SessionStats:
     ``suites`` counts the suites with at least one judged run (the clusters); suites without one
     are named in ``unjudged_suites`` and left out of the mean. ``interval.method`` is
     ``"clustered-t"`` (m >= 2 suites: mean +- t(m-1) * s / sqrt(m), clipped to [0, 1]; widened
-    to the Wilson interval of all judged runs pooled where that is wider, method ``FLOORED``),
-    ``"wilson"`` (one suite: its own interval) or the interval is ``None`` (no suite).
+    to the suite-mean Wilson interval where that is wider, method ``FLOORED``), ``"wilson"``
+    (one suite: its own interval) or the interval is ``None`` (no suite). ``incomplete`` counts
+    every incomplete run, ``incomplete_agent`` the agent's (judged, as not passed).
     """
 
     suites: int
@@ -243,11 +296,12 @@ class SessionStats:
     mean_rate: float | None
     interval: Interval | None
     spread: float | None
+    incomplete_agent: int = 0
 
     @property
     def judged(self) -> int:
-        """Judged runs over all suites."""
-        return self.passed + self.failed
+        """Judged runs over all suites (passed, failed, the agent's incomplete runs)."""
+        return self.passed + self.failed + self.incomplete_agent
 
     @property
     def degrees_of_freedom(self) -> int | None:
@@ -264,7 +318,9 @@ def session_stats(suites: Sequence[SuiteStats], *, level: float = DEFAULT_LEVEL)
     deviation of the rates (the cluster-robust error with the usual m/(m-1) correction), and the
     interval uses Student's t with m - 1 degrees of freedom. Its width comes from how much suites
     differ, so when every suite has the same rate it would be zero wide: it is never narrower than
-    the Wilson interval of all judged runs pooled (`intervals.at_least`).
+    the suite-mean Wilson interval (`intervals.suite_mean_wilson`: the same mean, over the
+    suites' effective number of runs m^2 / sum(1/n_i)). Pooling the runs instead would estimate
+    another quantity when suites ran different numbers of times.
 
     Args:
         suites: One SuiteStats per suite.
@@ -279,6 +335,7 @@ def session_stats(suites: Sequence[SuiteStats], *, level: float = DEFAULT_LEVEL)
         "passed": sum(s.passed for s in suites),
         "failed": sum(s.failed for s in suites),
         "incomplete": sum(s.incomplete for s in suites),
+        "incomplete_agent": sum(s.incomplete_agent for s in suites),
     }
     unjudged = tuple(s.suite for s in suites if s.judged == 0)
     rates = [s.rate for s in scored]
@@ -291,5 +348,5 @@ def session_stats(suites: Sequence[SuiteStats], *, level: float = DEFAULT_LEVEL)
     spread = math.sqrt(math.fsum((r - mean) ** 2 for r in rates) / (m - 1))
     half = t_quantile(1 - (1 - level) / 2, m - 1) * spread / math.sqrt(m)
     interval = Interval(max(0.0, mean - half), min(1.0, mean + half), float(level), "clustered-t")
-    interval = at_least(interval, wilson_interval(totals["passed"], totals["passed"] + totals["failed"], level))
+    interval = at_least(interval, suite_mean_wilson(rates, [s.judged for s in scored], level))
     return SessionStats(m, unjudged, **totals, mean_rate=mean, interval=interval, spread=spread)

@@ -37,25 +37,42 @@ def interval_percent(interval: Interval) -> str:
     return f"{interval.level * 100:g}% CI {_bare(interval.low)}–{percent(interval.high)}"
 
 
-def format_rate(passed: int, judged: int, interval: Interval | None, incomplete: int = 0) -> str:
-    """``7/10 passed (70%, 95% CI 40–89%), 1 incomplete``; without judged runs, says so instead of a rate.
+def format_incomplete(incomplete: int, agent: int = 0) -> str:
+    """``3 incomplete (1 the agent's, counted as not passed; 2 the harness's, left out)``; empty when none.
+
+    Without an agent-caused one it is ``2 incomplete``: every one the harness's, outside the rate
+    (the legend and docs/statistics.md say so).
+    """
+    if not incomplete:
+        return ""
+    if not agent:
+        return f"{incomplete} incomplete"
+    harness = incomplete - agent
+    if not harness:
+        return f"{incomplete} incomplete (the agent's, counted as not passed)"
+    return f"{incomplete} incomplete ({agent} the agent's, counted as not passed; {harness} the harness's, left out)"
+
+
+def format_rate(passed: int, judged: int, interval: Interval | None, incomplete: int = 0, agent_incomplete: int = 0) -> str:
+    """``7/10 passed (70%, 95% CI 40–89%), 1 incomplete (...)``; without judged runs, says so instead of a rate.
 
     Args:
         passed: Passed runs.
-        judged: Passed plus failed runs.
+        judged: Passed, failed and agent-caused incomplete runs.
         interval: The Wilson interval for passed / judged (``None`` only when judged is 0).
-        incomplete: Incomplete runs, shown when there are any.
+        incomplete: Every incomplete run, shown when there are any, with its cause.
+        agent_incomplete: Those the agent caused (they are in ``judged``).
     """
     if judged == 0 or interval is None:
         text = "no judged run (no pass rate)"
     else:
         text = f"{passed}/{judged} passed ({percent(passed / judged)}, {interval_percent(interval)})"
-    return f"{text}, {incomplete} incomplete" if incomplete else text
+    return f"{text}, {format_incomplete(incomplete, agent_incomplete)}" if incomplete else text
 
 
 def format_suite(stats: SuiteStats) -> str:
     """The rate sentence of one suite."""
-    return format_rate(stats.passed, stats.judged, stats.interval, stats.incomplete)
+    return format_rate(stats.passed, stats.judged, stats.interval, stats.incomplete, stats.incomplete_agent)
 
 
 def format_pass_k(stats: SuiteStats, ks: Sequence[int] = (1, 3)) -> str:
@@ -96,18 +113,18 @@ def format_session(session: SessionStats) -> str:
     """The session line: mean of suite rates, its interval and how it was made, then the run counts."""
     counts = f"{session.passed}/{session.judged} runs passed"
     if session.incomplete:
-        counts += f", {session.incomplete} incomplete"
+        counts += f", {format_incomplete(session.incomplete, session.incomplete_agent)}"
     left_out = ""
     if session.unjudged_suites:
         n = len(session.unjudged_suites)
         left_out = f"; {n} suite{'s' if n > 1 else ''} without a judged run left out: {', '.join(session.unjudged_suites)}"
     if session.mean_rate is None or session.interval is None:
-        incomplete = f", {session.incomplete} incomplete" if session.incomplete else ""
+        incomplete = f", {format_incomplete(session.incomplete, session.incomplete_agent)}" if session.incomplete else ""
         return f"all suites: no judged run (no pass rate){incomplete}{left_out}"
     if session.interval.method == "clustered-t":
         how = f"clustered by suite, {session.suites} suites"
     elif session.interval.method == FLOORED:
-        how = f"clustered by suite, {session.suites} suites, widened to the pooled runs' Wilson interval"
+        how = f"clustered by suite, {session.suites} suites, widened to the suite-mean Wilson interval"
     else:
         how = "Wilson, one suite"
     rate = f"mean pass rate {percent(session.mean_rate)} ({interval_percent(session.interval)}, {how})"
@@ -148,13 +165,13 @@ def format_p(p_value: float | None) -> str:
 
 
 def format_metric_deltas(comparison: Comparison) -> str:
-    """``tool calls -5, tokens +1.2k``: median B minus median A, metrics either side lacks left out."""
+    """``tool calls -5, tokens +1.2k``: median B minus median A over passed runs, metrics either side lacks left out."""
     parts = [
         f"{METRIC_LABELS[name]} {_number(delta, name, signed=True)}"
         for name, delta in comparison.metric_deltas.items()
         if delta is not None
     ]
-    return ", ".join(parts) if parts else "no metric on both sides"
+    return ", ".join(parts) if parts else "no passed run with metrics on both sides"
 
 
 def comparison_lines(comparison: Comparison, names: tuple[str, str] = ("A", "B")) -> list[str]:
@@ -164,21 +181,25 @@ def comparison_lines(comparison: Comparison, names: tuple[str, str] = ("A", "B")
     rate_a = format_rate(
         comparison.passed_a, comparison.judged_a,
         wilson_interval(comparison.passed_a, comparison.judged_a, level), comparison.incomplete_a,
+        comparison.incomplete_agent_a,
     )
     rate_b = format_rate(
         comparison.passed_b, comparison.judged_b,
         wilson_interval(comparison.passed_b, comparison.judged_b, level), comparison.incomplete_b,
+        comparison.incomplete_agent_b,
     )
     design = "independent runs"
     if comparison.pairs is not None:
         design = f"{comparison.pairs.pairs} paired instances"
         if comparison.pairs.dropped:
-            design += f", {comparison.pairs.dropped} with an incomplete side left out"
+            design += f", {comparison.pairs.dropped} with a harness-incomplete side left out"
+        if comparison.pairs.unmatched:
+            design += f", {comparison.pairs.unmatched} unmatched (a run without a result) left out"
     test = f"{_TEST_NAMES[comparison.test]} {format_p(comparison.p_value)}"
     return [
         f"{name_a}: {rate_a}",
         f"{name_b}: {rate_b}",
         f"difference {name_b} - {name_a}: {format_difference(comparison)}; {test} ({design})",
-        f"metric deltas (median {name_b} - median {name_a}): {format_metric_deltas(comparison)}",
+        f"metric deltas over passed runs (median {name_b} - median {name_a}): {format_metric_deltas(comparison)}",
         comparison.verdict,
     ]
