@@ -7,6 +7,7 @@ the result to pytest's outcome through `outcome.publish_outcome`.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import os
 from collections.abc import Iterator
@@ -14,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _pytest._code.code import ReprFileLocation, TerminalRepr
+from _pytest._io import TerminalWriter
 from _pytest.fixtures import TopRequest
 
 from pytest_agentbench.audit.prove import Scenario, scenarios_of
@@ -69,6 +72,29 @@ def failure_text(error: AgentbenchError, tbstyle: str) -> str:
     if tbstyle == "short":
         return text.split("\n\n", 1)[0]
     return text
+
+
+@dataclasses.dataclass(eq=False)
+class RunFailure(TerminalRepr):
+    """A run's failure for pytest: the whole text in the failure report, its first line everywhere a line is shown.
+
+    pytest prints a string failure in full again in the short summary on CI (and with -vv), and
+    JUnit takes it whole as the message; a `reprcrash` keeps those to the reasons' line, so the
+    report is printed once.
+    """
+
+    text: str
+    reprcrash: ReprFileLocation
+
+    def toterminal(self, tw: TerminalWriter) -> None:
+        for line in self.text.splitlines():
+            tw.line(line)
+
+
+def run_failure(error: AgentbenchError, config: pytest.Config, path: Path, line: int) -> RunFailure:
+    text = failure_text(error, config.option.tbstyle)
+    first = str(error).splitlines()[0] if str(error) else ""
+    return RunFailure(text, ReprFileLocation(str(path), line, first))
 
 
 def instance_properties(suite: Suite) -> list[tuple[str, str]]:
@@ -140,7 +166,7 @@ class SuiteItem(pytest.Item):
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, AgentbenchError):
-            return failure_text(excinfo.value, self.config.option.tbstyle)
+            return run_failure(excinfo.value, self.config, self.path, self.suite.line)
         return super().repr_failure(excinfo, style)
 
     def _repr_failure_py(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
@@ -206,7 +232,7 @@ class SavedRunItem(pytest.Item):
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, AgentbenchError):
-            return failure_text(excinfo.value, self.config.option.tbstyle)
+            return run_failure(excinfo.value, self.config, self.result_path, 0)
         return super().repr_failure(excinfo, style)
 
     def reportinfo(self) -> tuple[Path, int, str]:
