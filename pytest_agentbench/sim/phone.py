@@ -130,6 +130,10 @@ class Phone(SeedingMixin):
                 self.fs.write(f"/system/bin/{binary}", b"", mode=0o755)
         if self.debuggable_build:
             self.fs.write("/system/xbin/su", b"", mode=0o4750)
+            # A benchmark image: Chrome's first-run screens off, as docs/jobs.md asks (read on userdebug only).
+            self.fs.write("/data/local/tmp/chrome-command-line", b"_ --disable-fre --no-default-browser-check --no-first-run\n")
+        #: RoleManager's holders (`cmd role`): Messages is the default SMS app, as the Messages job needs.
+        self.roles: dict[str, list[str]] = {"android.app.role.SMS": ["com.google.android.apps.messaging"]}
         self.log("ActivityManager", "System now ready", buffer="system")
         self.launch(LAUNCHER_PACKAGE)
         self.log("BootReceiver", "Boot completed; time zone " + self.timezone, buffer="system")

@@ -1,4 +1,4 @@
-"""`cmd SERVICE ...` -> the service's command handler (package, uimode, settings, activity, appops, deviceidle)."""
+"""`cmd SERVICE ...` -> the service's command handler (package, uimode, settings, activity, appops, deviceidle, role)."""
 
 from __future__ import annotations
 
@@ -18,8 +18,10 @@ def cmd(inv: Invocation) -> int:
         return appops_command(inv, rest)
     if service == "deviceidle":
         return deviceidle_command(inv, rest)
+    if service == "role":
+        return _role(inv, rest)
     if service == "-l":
-        names = sorted([*_SERVICES, "uimode", "appops", "deviceidle"])
+        names = sorted([*_SERVICES, "uimode", "appops", "deviceidle", "role"])
         inv.out("Currently running services:\n" + "".join(f"  {name}\n" for name in names))
         return 0
     target = _SERVICES.get(service)
@@ -43,3 +45,24 @@ def _uimode(inv: Invocation, args: list[str]) -> int:
     mode = {"1": "no", "2": "yes", "0": "auto"}.get(table.get("ui_night_mode", "1"), "no")
     inv.out(f"Night mode: {mode}\n")
     return 0
+
+
+def _role(inv: Invocation, args: list[str]) -> int:
+    """`cmd role get-role-holders ROLE` (holders joined with `;`, as RoleShellCommand prints them), add/remove-role-holder."""
+    args = [arg for index, arg in enumerate(args) if arg != "--user" and (index == 0 or args[index - 1] != "--user")]
+    if len(args) >= 2 and args[0] == "get-role-holders":
+        holders = inv.phone.roles.get(args[1], [])
+        inv.out(";".join(holders) + "\n" if holders else "")
+        return 0
+    if len(args) >= 3 and args[0] in ("add-role-holder", "remove-role-holder"):
+        if args[2] not in inv.phone.packages:
+            return inv.fail(f"Error: package {args[2]} not found", 255)
+        holders = inv.phone.roles.setdefault(args[1], [])
+        if args[0] == "add-role-holder" and args[2] not in holders:
+            # The SMS role is exclusive: the new holder replaces the old one.
+            holders[:] = [args[2]]
+        elif args[0] == "remove-role-holder" and args[2] in holders:
+            holders.remove(args[2])
+        return 0
+    return inv.fail("Role (role) commands:\n  get-role-holders [--user USER_ID] ROLE\n"
+                    "  add-role-holder [--user USER_ID] ROLE PACKAGE [FLAGS]\n  remove-role-holder [--user USER_ID] ROLE PACKAGE [FLAGS]", 255)
