@@ -216,3 +216,17 @@ def test_an_event_log_check_on_another_path() -> None:
     suite = dataclasses.replace(suite, verify=dataclasses.replace(suite.verify, device=device))
     line = examine_suite(PhoneAdb(), "sim", suite, testbed_checks={}, sleep=lambda _s: None).line
     assert "reads files/log.jsonl, the testbed writes its event log to files/events.jsonl" in line
+
+
+def test_the_remedies_the_lines_give_make_the_suite_ready() -> None:
+    adb = PhoneAdb()
+    adb.phone.roles["android.app.role.SMS"] = []
+    adb.phone.fs.remove("/data/local/tmp/chrome-command-line")
+    sms = _line(adb, "messages-pin-archive")
+    chrome = _line(adb, "chrome-search-engine")
+    for line in (sms, chrome):
+        remedy = line.split(": adb shell ", 1)[1].split(" (read on", 1)[0]
+        command = remedy[1:-1] if remedy.startswith('"') else remedy
+        assert adb.phone.shell(command).exit_code == 0, command
+    assert ": ready" in _line(adb, "messages-pin-archive")
+    assert ": ready" in _line(adb, "chrome-search-engine")

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_agentbench.checks.base import RawRead, Read, app_path, cut, is_missing_file
+from pytest_agentbench.checks.base import RawRead, Read, app_path, cut
 from pytest_agentbench.device.shellscript import sh
 from pytest_agentbench.doctor.bugle import database_tables, schema_line
 from pytest_agentbench.doctor.needs import Needs
@@ -266,7 +266,3 @@ def parse_installed(path: RawRead | None, dumpsys: RawRead | None) -> Installed:
     text = (dumpsys.text if dumpsys is not None else "").split("Hidden system packages:", 1)[0]
     match = re.search(r"^\s*versionName=(.+)$", text, re.MULTILINE)
     return Installed(match[1].strip() if match else "unknown", text)
-
-
-def is_missing(raw: RawRead | None) -> bool:
-    return raw is not None and is_missing_file(raw)
