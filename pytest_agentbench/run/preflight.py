@@ -21,6 +21,7 @@ from pytest_agentbench.device.capture import ScreenCapture, capture_screen, capt
 from pytest_agentbench.device.shellscript import Script, quote, sh
 from pytest_agentbench.device.uiautomator import app_texts, missing_texts, parse_hierarchy
 from pytest_agentbench.errors import DeviceUnavailable, PreflightError
+from pytest_agentbench.device.rootshell import known_su_form, remember_su_form, rooted, su_form_for
 from pytest_agentbench.run.fingerprints import device_fingerprint_script, parse_app_build, parse_device_fingerprint
 from pytest_agentbench.run.seed import plan_seeds
 from pytest_agentbench.suite import AppSpec, PrefValue, PreflightSpec
@@ -296,11 +297,13 @@ def run_preflight(
         script = gated(script, before=baseline_batch)
     elif baseline_batch is not None:
         script = Script.join([baseline_batch, script], ";")
+    script = rooted(script, known_su_form(adb, serial))
     log.write(f"$ {script.text}")
     result = adb.shell(serial, script, check=False, timeout_s=60)
     output = result.stdout
     if fingerprint is None:
         fingerprint, output = split_device_read(serial, output)
+    remember_su_form(adb, serial, fingerprint.get("suForm"))
     log.write(f"device fingerprint: {fingerprint}")
     baseline = None
     split = split_batch(output, first_reads, nonce) if first_reads else {}
@@ -443,6 +446,7 @@ def preflight_suite(device: ClaimedDevice, suite: Suite, *, run_dir: Path) -> Pr
     if device.claim is None:
         device.take_back()
     take_unfinished = getattr(device, "take_unfinished_cleanup", None)
+    su_form_for(device.adb, device.serial)  # once per device: the reset's seeds and root reads use its su form
     return run_preflight(
         device.adb, device.serial, app=suite.app, preflight=suite.preflight, run_dir=run_dir,
         device_reads=checks.before_reads(), baseline_reads=checks.baseline_reads(),
