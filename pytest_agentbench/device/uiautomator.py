@@ -13,7 +13,7 @@ from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import fromstring
 
 from pytest_agentbench.errors import DeviceError
-from pytest_agentbench.text import standalone_match
+from pytest_agentbench.text import normalize_spaces, standalone_match
 
 if TYPE_CHECKING:
     from pytest_agentbench.device.adb import Adb
@@ -269,7 +269,7 @@ def indexed_elements(screen: Screen) -> tuple[Element, ...]:
 
 
 def _quote(text: str) -> str:
-    flat = " ".join(text.split())
+    flat = normalize_spaces(text)
     if len(flat) > _MAX_LABEL_CHARS:
         flat = flat[: _MAX_LABEL_CHARS - 1] + "…"
     return '"' + flat.replace('"', "'") + '"'
@@ -345,8 +345,13 @@ def screen_signature(nodes: Iterable[UiNode]) -> tuple[tuple[object, ...], ...]:
 
 
 def screen_includes(texts: Iterable[str], expected: str) -> bool:
-    """Tell whether one of the app's on-screen texts shows `expected` standalone, case-sensitively."""
-    return any(standalone_match(text, expected, ignore_case=False) for text in texts)
+    """Tell whether one of the app's on-screen texts shows `expected` standalone, case-sensitively.
+
+    Both sides have their Unicode spaces normalised first (`text.normalize_spaces`), as the
+    observe text shows them: `12:30 PM` matches Android 14's `12:30\u202fPM`.
+    """
+    wanted = normalize_spaces(expected)
+    return any(standalone_match(normalize_spaces(text), wanted, ignore_case=False) for text in texts)
 
 
 def extract_hierarchy(raw: bytes) -> str:
