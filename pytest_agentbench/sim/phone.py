@@ -75,7 +75,7 @@ class Phone(SeedingMixin):
     Overrides: `props` (dict merged into the system properties; `{"ro.build.type": "user"}` makes a
     production build without su or `adb root`), `settings` (namespace -> dict), `size` ((w, h)
     physical pixels), `density`, `apps` (App instances to install instead of the built-in set), and
-    the shorthands `model`, `manufacturer`, `sdk`, `release`. Seeding calls are in sim/seeding.py.
+    the shorthands `model`, `manufacturer`, `sdk`, `release`; `su_variant` (`aosp`, `magisk`, `root-only`). Seeding calls are in sim/seeding.py.
     """
 
     def __init__(self, serial_hint: str = "sim", **overrides: object) -> None:
@@ -100,6 +100,10 @@ class Phone(SeedingMixin):
         self.physical_size: tuple[int, int] = tuple(overrides.pop("size", PHYSICAL_SIZE))  # type: ignore[assignment]
         self.physical_density = int(overrides.pop("density", PHYSICAL_DENSITY))  # type: ignore[arg-type]
         apps = overrides.pop("apps", None)
+        #: How su reads its words: `aosp`, `magisk` or `root-only` (sim/commands/su.py).
+        self.su_variant = str(overrides.pop("su_variant", "aosp"))
+        if self.su_variant not in ("aosp", "magisk", "root-only"):
+            raise ValueError(f"su_variant must be aosp, magisk or root-only, got {self.su_variant!r}")
         if overrides:
             raise TypeError(f"Phone() got unknown overrides: {', '.join(sorted(overrides))}")
         self.override_size: tuple[int, int] | None = None
