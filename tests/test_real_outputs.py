@@ -89,3 +89,10 @@ def test_a_narrow_no_break_space_before_am_pm_matches_a_plain_space() -> None:
     assert screen_includes([shown], "12:00 AM") and screen_includes([shown], "12:00 PM")
     assert not screen_includes([shown], "2:00 AM")  # still a standalone match: `12:00` is not `2:00`
     assert not screen_includes([shown], "12:00 XM")
+
+
+def test_a_shell_saying_no_such_file_about_the_command_is_not_a_missing_file() -> None:
+    # What a su that hands `cat PATH` to a shell as a script name leads to (the simulated magisk variant prints it).
+    raw = RawRead(127, "/system/bin/sh: cat: No such file or directory\n")
+    assert not is_missing_file(raw)
+    assert "did not run as written" in (unreadable(raw, "the file") or "")

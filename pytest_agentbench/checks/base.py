@@ -133,10 +133,10 @@ def show(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-# `cat: /data/data/x/a.xml: No such file or directory`: the missing thing is the absolute path read.
-# A "No such file" naming anything else (`/system/bin/sh: cat: No such file or directory`, when a
-# su passed the command's words to a shell as a script name) is su's own syntax, not a missing file.
-_NO_SUCH_FILE = re.compile(r"(?:^|: )/[^:\n]*: No such file or directory", re.IGNORECASE | re.MULTILINE)
+# `cat: /data/data/x/a.xml: No such file or directory`: the reading program says the path is missing.
+# The shell saying it (`/system/bin/sh: cat: No such file or directory`, when a su passed the
+# command's words to a shell as a script name) or su saying it is su's own syntax, not a missing file.
+_NO_SUCH_FILE = re.compile(r"^(?!(?:\S*/)?sh: )(?!su: )\S+: .+: No such file or directory", re.IGNORECASE | re.MULTILINE)
 _NO_SU = re.compile(r"\bsu\b.*(inaccessible or not found|not found|No such file)", re.IGNORECASE)
 _ANY_NO_SUCH_FILE = re.compile(r"No such file or directory|inaccessible or not found", re.IGNORECASE)
 
@@ -162,7 +162,7 @@ def unreadable(raw: RawRead | None, what: str) -> str | None:
         return f"{what} could not be read: the device's answer stopped before this read finished"
     if raw.status == 0:
         return None
-    if _NO_SU.search(raw.text) or (raw.status == 127 and "su" in raw.text):
+    if _NO_SU.search(raw.text) or (raw.status == 127 and re.search(r"\bsu\b", raw.text)):
         return (f"{what} needs root and this device has no `su` (a user build?): use a userdebug or eng "
                 "build, such as an emulator image without Google Play")
     if "not allowed to su" in raw.text:
