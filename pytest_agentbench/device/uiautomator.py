@@ -22,6 +22,10 @@ _BOUNDS = re.compile(r"\[(-?\d+),(-?\d+)\]\[(-?\d+),(-?\d+)\]")
 # Class names of nodes text is typed into (EditText and its subclasses that report their own class,
 # Compose text fields); uiautomator's XML has no editable attribute.
 _EDITABLE_CLASSES = ("EditText", "TextField", "AutoCompleteTextView", "SearchAutoComplete")
+#: What `uiautomator dump` prints instead of a hierarchy while the screen animates (AOSP DumpCommand).
+NOT_IDLE = "could not get idle state"
+#: Dumps tried again after that (observe, the post-run screen) before the screen counts as unreadable.
+IDLE_RETRIES = 2
 # Long texts (articles, logs) are cut so one node cannot flood the agent's context.
 _MAX_LABEL_CHARS = 80
 

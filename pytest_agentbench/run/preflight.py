@@ -171,6 +171,8 @@ def build_reset_script(app: AppSpec, preflight: PreflightSpec, staged_prefs: Map
     steps = [
         _step("installed", sh("pm", "path", package)),
         _step("app-build", sh("dumpsys", "package", package)),
+        # The other apps the job touches: their builds are recorded too (an absent one reads as unknown).
+        *(_step(f"app-build {other}", sh("dumpsys", "package", other)) for other in app.also_uses),
         _step("force-stop", sh("am", "force-stop", package)),
     ]
     if preflight.clear_app_data:
@@ -319,7 +321,7 @@ def run_preflight(
         log.write(f"device baseline (before reset and seeds): {len(baseline.reads)} reads -> {path.name}")
     steps = _split_steps(output)
     for name, output, finished in steps:
-        shown = output if name != "app-build" else _app_build_lines(output)
+        shown = output if not name.startswith("app-build") else _app_build_lines(output)
         log.write(f"[{name}] {'ok' if finished else 'FAILED'}{': ' + shown if shown else ''}")
     failed = next(((name, output) for name, output, finished in steps if not finished), None)
     if failed is not None or result.exit_code != 0 or not steps:
@@ -332,6 +334,9 @@ def run_preflight(
     if "Error:" in outputs["launch"]:
         raise PreflightError(f"opening the start screen failed: {outputs['launch']}; see {log.path}")
     build = parse_app_build(outputs["app-build"], apk_sha256=apk_sha256[:16] if apk_sha256 else None)
+    if app.also_uses:
+        # Compared with the baseline like the rest of appBuild: another app's update flags the run.
+        build["otherApps"] = {other: parse_app_build(outputs[f"app-build {other}"]) for other in app.also_uses}
     log.write(f"app build: {build}")
 
     if preflight.settle_seconds:
