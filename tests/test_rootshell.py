@@ -54,3 +54,8 @@ def test_the_simulated_phones_su_variants_are_each_detected_and_run(variant: str
 def test_a_user_build_has_no_form() -> None:
     phone = Phone(props={"ro.build.type": "user"})
     assert parse_su_form(phone.shell(su_form_probe().text).stdout.decode()) is None
+
+
+@pytest.mark.parametrize("form", ["su -c", "su root"])
+def test_the_probe_is_never_rewritten(form: str) -> None:
+    assert with_su_form(su_form_probe(), form).text == su_form_probe().text  # type: ignore[arg-type]
