@@ -5,6 +5,9 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
+from test_suite_device import problems, suite_with
+
 from pytest_agentbench.checks.base import CheckContext
 from pytest_agentbench.checks.sqlite import parse, pick_schema_query, run_query, validate
 
@@ -59,3 +62,27 @@ def test_a_known_schema_runs_its_query_and_says_which(tmp_path: Path) -> None:
 def test_a_corrupt_file_with_schemas_is_still_called_corrupt() -> None:
     result = run_query({"": b"not a database at all" * 100}, "bugle_db", "", [PINS])
     assert "corrupt or not an SQLite database" in result["error"]
+
+
+SCHEMA_ENTRY = {"tables": ["conversations", "conversation_pins"], "query": PINS[1], "provenOn": "the simulated Messages only"}
+BASE = {"kind": "sqlite", "name": "pinned", "package": "com.google.android.apps.messaging", "database": "bugle_db", "rows": [["+1"]]}
+
+
+@pytest.mark.parametrize(("entry", "message"), [
+    ({**BASE}, "verify.device[0]: expected exactly one of query or schemas"),
+    ({**BASE, "query": "SELECT 1", "schemas": [SCHEMA_ENTRY]}, "verify.device[0]: expected exactly one of query or schemas"),
+    ({**BASE, "schemas": [{**SCHEMA_ENTRY, "query": "DELETE FROM conversations"}]},
+     "verify.device[0].schemas[0].query: expected one SELECT (or WITH ... SELECT) statement, got 'DELETE FROM conversations'"),
+    ({**BASE, "schemas": [{k: v for k, v in SCHEMA_ENTRY.items() if k != "provenOn"}]}, "verify.device[0].schemas[0].provenOn: required key is missing"),
+    ({**BASE, "schemas": [{**SCHEMA_ENTRY, "tables": []}]}, "verify.device[0].schemas[0].tables"),
+], ids=["neither", "both", "not-a-select", "no-proven-on", "no-tables"])
+def test_bad_schemas_name_the_key_and_expectation(tmp_path: Path, entry: dict, message: str) -> None:
+    text = problems(tmp_path, suite_with(device=[entry]))
+    assert message in text, text
+
+
+def test_also_uses_lists_package_names(tmp_path: Path) -> None:
+    data = suite_with()
+    data["app"] = {"packageName": "com.example.app", "alsoUses": ["contacts"]}
+    text = problems(tmp_path, data)
+    assert "app.alsoUses[0]: expected an Android package name such as com.android.contacts, got 'contacts'" in text, text
