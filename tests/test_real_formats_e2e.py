@@ -31,17 +31,31 @@ def _phone(index: int) -> Phone:
 
 
 @pytest.fixture(scope="module")
-def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[object, dict, Phone]]:
-    tmp = tmp_path_factory.mktemp("real-formats")
-    (tmp / "adb").mkdir()
-    with one_simulated_phone(tmp / "adb", phone_factory=_phone) as (server, fleet):
-        junit = tmp / "junit.xml"
-        env = session_env(server.port, tmp / "claims", COLUMNS="200")
-        suites = [str((BENCHMARK / "suites" / f"{name}.yml").relative_to(REPO)) for name in SUITES]
-        done = run_session(REPO, [*suites, "--device", fleet.serials[0], "--agentbench-output", str(tmp / "out"),
-                                  "--claude", "agentbench-replay", f"--junitxml={junit}", "-rA"], env)
-        assert junit.exists(), done.stdout[-3000:] + done.stderr[-3000:]
-        yield done, junit_cases(junit), fleet.phones[0]
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[object, object]]:
+    log_dir = tmp_path_factory.mktemp("real-formats-adb")
+    with one_simulated_phone(log_dir, phone_factory=_phone) as lab:
+        yield lab
+
+
+def _run(lab, tmp: Path, *args: str):
+    server, fleet = lab
+    junit = tmp / "junit.xml"
+    env = session_env(server.port, tmp / "claims", COLUMNS="200")
+    suites = [str((BENCHMARK / "suites" / f"{name}.yml").relative_to(REPO)) for name in SUITES]
+    done = run_session(REPO, [*suites, "--device", fleet.serials[0], "--agentbench-output", str(tmp / "out"),
+                              f"--junitxml={junit}", "-rA", *args], env)
+    assert junit.exists(), done.stdout[-3000:] + done.stderr[-3000:]
+    return done, junit_cases(junit), fleet.phones[0]
+
+
+@pytest.fixture(scope="module")
+def session(lab, tmp_path_factory: pytest.TempPathFactory):
+    return _run(lab, tmp_path_factory.mktemp("real-formats"), "--claude", "agentbench-replay")
+
+
+@pytest.fixture(scope="module")
+def proofs(lab, session, tmp_path_factory: pytest.TempPathFactory):
+    return _run(lab, tmp_path_factory.mktemp("real-formats-prove"), "--agentbench-prove")
 
 
 def _result(case) -> dict:
@@ -73,3 +87,10 @@ def test_contacts_build_is_recorded_with_the_testbeds(session) -> None:
 def test_the_busy_contacts_screen_was_dumped_again(session) -> None:
     _, _, phone = session
     assert phone.counters["busy-screen-dumps"] == 2 and phone.busy_screen_dumps["com.android.contacts"] == 0
+
+
+def test_every_prove_item_of_those_jobs_is_judged_as_on_the_stock_phone(proofs) -> None:
+    # The scenarios' seeds and `adb` steps run in the device's su form too; every pass and fail state is judged right.
+    done, cases, _ = proofs
+    assert cases and {name: case.outcome for name, case in cases.items() if case.outcome != "passed"} == {}, done.stdout[-6000:]
+    assert {name.split("[", 1)[0] for name in cases} == set(SUITES)
