@@ -8,9 +8,8 @@ import pytest
 
 from pytest_agentbench.agents.model.ui_tree import from_mobile_mcp
 from pytest_agentbench.checks.appops import default_mode
-from pytest_agentbench.checks.base import RawRead, is_missing_file, unreadable
+from pytest_agentbench.checks.base import DeviceReads, RawRead, is_missing_file, unreadable
 from pytest_agentbench.checks.cleanup import appop_modes, appop_tracker, leftovers, undo_actions
-from pytest_agentbench.checks.base import DeviceReads
 from pytest_agentbench.device.uiautomator import extract_hierarchy, screen_includes
 from pytest_agentbench.run.fingerprints import parse_device_fingerprint
 
@@ -53,7 +52,7 @@ def test_a_uid_mode_and_a_package_mode_are_read_and_restored_each_at_its_own_lev
     ]
     left = leftovers([tracker], DeviceReads({tracker.read.key: RawRead(0, "No operations.\n")}),
                      DeviceReads({tracker.read.key: RawRead(0, text)}))
-    assert left == [f"app-op READ_CLIPBOARD of com.deepl.mobiletranslator (uid mode) is foreground, was unset",
+    assert left == ["app-op READ_CLIPBOARD of com.deepl.mobiletranslator (uid mode) is foreground, was unset",
                     f"app-op READ_CLIPBOARD of com.deepl.mobiletranslator is deny, was {default}"]
     # The same output with the package restored but the uid mode still set is still a leftover.
     both = "Uid mode: READ_CLIPBOARD: foreground\n"
