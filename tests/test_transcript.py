@@ -399,3 +399,16 @@ def test_the_excerpt_still_gives_a_stumble_its_whole_detail():
     from pytest_agentbench.audit.verdict import _DETAIL_CHARS
 
     assert RESULT_EXCERPT_CHARS >= _DETAIL_CHARS
+
+
+def test_the_timeline_gives_back_every_line_as_it_was_added():
+    from pytest_agentbench.audit.transcript import LineEvent, Timeline
+
+    events = [LineEvent(1, "init"), LineEvent(2, "assistant", opened=("a", "b")), LineEvent(3, "user", answered=("b",)),
+              LineEvent(5, "user", answered=("a",)), LineEvent(6, "made-up"), LineEvent(7, "result")]
+    timeline = Timeline(events)
+    assert list(timeline) == events and len(timeline) == 6
+    assert timeline[1] == events[1] and timeline[-1] == events[-1] and timeline[2:4] == events[2:4]
+    assert timeline == events and timeline != events[:-1]
+    with pytest.raises(IndexError):
+        timeline[6]

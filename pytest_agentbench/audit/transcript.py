@@ -9,7 +9,8 @@ memory and the full text is read back from the file only when someone asks for i
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -181,6 +182,76 @@ class LineEvent(NamedTuple):
     answered: tuple[str, ...] = ()
 
 
+class Timeline(Sequence[LineEvent]):
+    """Every event line in stream order, stored in flat arrays (a LineEvent is made when asked for).
+
+    A run of 36,000 small tool calls has 73,000 lines; as LineEvent tuples they held 11 MB, here
+    about 2.5 MB: a line number, a kind code and two offsets per line, and one reference per id.
+    """
+
+    __slots__ = ("_lines", "_kinds", "_kind_names", "_kind_codes", "_opened_end", "_answered_end", "_ids")
+
+    def __init__(self, events: Iterable[LineEvent] = ()) -> None:
+        self._lines = array("q")
+        self._kinds = bytearray()
+        self._kind_names: list[str] = []
+        self._kind_codes: dict[str, int] = {}
+        self._opened_end = array("q")
+        self._answered_end = array("q")
+        self._ids: list[str] = []
+        for event in events:
+            self.append(event.line, event.kind, event.opened, event.answered)
+
+    def append(self, line: int, kind: str, opened: tuple[str, ...] = (), answered: tuple[str, ...] = ()) -> None:
+        code = self._kind_codes.get(kind)
+        if code is None:
+            if len(self._kind_names) == 255:  # a stream of made-up event types: kinds past 255 share a name
+                kind = "other"
+                code = self._kind_codes.setdefault(kind, len(self._kind_names))
+                if code == len(self._kind_names):
+                    self._kind_names.append(kind)
+            else:
+                code = self._kind_codes[kind] = len(self._kind_names)
+                self._kind_names.append(kind)
+        self._lines.append(line)
+        self._kinds.append(code)
+        self._ids.extend(opened)
+        self._opened_end.append(len(self._ids))
+        self._ids.extend(answered)
+        self._answered_end.append(len(self._ids))
+
+    def __len__(self) -> int:
+        return len(self._lines)
+
+    def _event(self, index: int) -> LineEvent:
+        start = self._answered_end[index - 1] if index else 0
+        opened_end, answered_end = self._opened_end[index], self._answered_end[index]
+        return LineEvent(self._lines[index], self._kind_names[self._kinds[index]],
+                         tuple(self._ids[start:opened_end]), tuple(self._ids[opened_end:answered_end]))
+
+    def __getitem__(self, index):  # type: ignore[override]
+        if isinstance(index, slice):
+            return [self._event(i) for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("timeline index out of range")
+        return self._event(index)
+
+    def __iter__(self) -> Iterator[LineEvent]:
+        return (self._event(index) for index in range(len(self)))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return len(self) == len(other) and all(mine == theirs for mine, theirs in zip(self, other))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Timeline({len(self)} lines)"
+
+
 @dataclass(frozen=True)
 class Transcript:
     """Everything the audit needs from one agent run's stdout."""
@@ -194,7 +265,7 @@ class Transcript:
     observed_model: str | None
     reports: tuple[AgentReport, ...] = ()
     #: Every event line in stream order, for the time split.
-    timeline: tuple[LineEvent, ...] = ()
+    timeline: Sequence[LineEvent] = ()
     #: Result events after the first (`result` is the first: it decides; an error among these also counts).
     later_results: tuple[ResultEvent, ...] = ()
 
@@ -284,7 +355,7 @@ class _Builder:
     last_message_id: object = None
     last_message_texts: list[str] = field(default_factory=list)
     last_message_has_tool_use: bool = False
-    timeline: list[LineEvent] = field(default_factory=list)
+    timeline: Timeline = field(default_factory=Timeline)
 
     def add_event(self, event: dict[str, Any]) -> None:
         kind = event["type"]
@@ -306,7 +377,7 @@ class _Builder:
                 self.text_at_result = self._final_text()
             else:
                 self.later_results.append(_result_event(event))
-        self.timeline.append(LineEvent(self.line_number, kind, opened, answered))
+        self.timeline.append(self.line_number, kind, opened, answered)
 
     def _add_assistant(self, event: dict[str, Any]) -> tuple[str, ...]:
         message = event.get("message")
@@ -406,7 +477,7 @@ class _Builder:
             line_count=line_count,
             observed_model=observed_model,
             reports=tuple(self.reports),
-            timeline=tuple(self.timeline),
+            timeline=self.timeline,
             later_results=tuple(self.later_results),
         )
 
