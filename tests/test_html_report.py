@@ -13,6 +13,8 @@ from jinja2 import UndefinedError
 from test_plugin import make_suites
 
 from pytest_agentbench.audit.transcript import parse_file
+from pytest_agentbench.checks.base import Check
+from pytest_agentbench.records import RunResult, SessionResult, Stumble
 from pytest_agentbench.report.html import write_html_report
 from pytest_agentbench.report.html.assets import MARKER, Assets
 from pytest_agentbench.report.html.charts import SuitePoint, _nice_max, cost_chart, pass_rate_chart
@@ -205,8 +207,8 @@ def test_stumbles_and_recoveries_are_marked_on_their_calls(tmp_path: Path) -> No
     run_dir = _run_dir(tmp_path, _events(("observe", {}, "app crashed: FATAL EXCEPTION", False), ("tapOn", {"text": "A"}, "no such element", True),
                                           ("tapOn", {"text": "B"}, "tapped", False), reports=((3, "recovery"),)))
     transcript = parse_file(run_dir / "claude.jsonl", watch=("FATAL EXCEPTION",))
-    patterns = stumble_patterns([{"kind": "failure-pattern", "tool": "observe", "detail": "'FATAL EXCEPTION' in result: app crashed"},
-                                 {"kind": "tool-error", "tool": "tapOn", "detail": "no such element"}])
+    patterns = stumble_patterns([Stumble("failure-pattern", "observe", "'FATAL EXCEPTION' in result: app crashed"),
+                                 Stumble("tool-error", "tapOn", "no such element")])
     assert patterns == {"observe": {"FATAL EXCEPTION"}}
     marks = call_marks(transcript, patterns)
     assert marks == {"t1": ["stumble: 'FATAL EXCEPTION' in result"], "t2": ["stumble: permission denied", "stumble: tool error"],
@@ -236,15 +238,14 @@ def test_the_timeline_links_the_full_text_of_a_cut_result_and_pairs_screenshots(
 # ----------------------------------------------------------------------------- run sections
 
 
-def test_failed_checks_come_first_and_any_check_entry_is_shown() -> None:
+def test_failed_checks_come_first() -> None:
     rows = check_rows([
-        {"kind": "answer", "expected": "A", "passed": True, "seen": "A"},
-        {"kind": "sqlite", "name": "row added", "expected": "one row in notes", "passed": False, "seen": "0 rows",
-         "read": {"table": "notes", "rows": 0}},
-        {"kind": "screen", "expected": "Done", "passed": False, "seen": "Start"},
+        Check("answer", "A", True, "A"),
+        Check("sqlite", "one row in notes", False, "0 rows", name="row added"),
+        Check("screen", "Done", False, "Start"),
     ])
     assert [(row["kind"], row["status"]) for row in rows] == [("sqlite", "failed"), ("screen", "failed"), ("answer", "passed")]
-    assert rows[0]["name"] == "row added" and rows[0]["extra"] == [("read", '{"rows": 0, "table": "notes"}')]
+    assert (rows[0]["name"], rows[0]["expected"], rows[0]["seen"]) == ("row added", "one row in notes", "0 rows")
 
 
 @pytest.mark.parametrize(
@@ -261,7 +262,7 @@ def test_failed_checks_come_first_and_any_check_entry_is_shown() -> None:
     ids=["no-timing", "no-sidecar", "split"],
 )
 def test_the_time_split_is_shown_when_the_run_has_one(timing: dict, expected: dict | None) -> None:
-    assert time_view({"timing": timing}) == expected
+    assert time_view(RunResult.from_json({"timing": timing})) == expected
 
 
 # ----------------------------------------------------------------------------- the session
@@ -269,13 +270,13 @@ def test_the_time_split_is_shown_when_the_run_has_one(timing: dict, expected: di
 
 def test_repeats_get_wilson_intervals_and_single_runs_no_statistics_table(tmp_path: Path) -> None:
     runs = [_result(tmp_path, status=s) for s in ("passed", "passed", "failed", "incomplete")]
-    block = computed_statistics(runs)["suites"]["bug-repro"]
+    block = computed_statistics([RunResult.from_json(run) for run in runs])["suites"]["bug-repro"]
     expected = wilson_interval(2, 3)
     assert (block["runs"], block["judged"], block["rate"]) == (4, 3, pytest.approx(2 / 3))
     assert (block["interval"]["low"], block["interval"]["high"]) == (pytest.approx(expected.low), pytest.approx(expected.high))
     assets = Assets(tmp_path / "p.html")
-    assert page_values({"runs": runs}, assets=assets, environ={}, title="t")["show_statistics"]
-    assert not page_values({"runs": runs[:1]}, assets=assets, environ={}, title="t")["show_statistics"]
+    assert page_values(SessionResult.from_json({"runs": runs}), assets=assets, environ={}, title="t")["show_statistics"]
+    assert not page_values(SessionResult.from_json({"runs": runs[:1]}), assets=assets, environ={}, title="t")["show_statistics"]
 
 
 STATISTICS = {"level": 0.95, "suites": {"bug-repro": {
@@ -347,7 +348,7 @@ def test_a_run_with_a_baseline_shows_the_sequence_diff_the_deltas_and_the_flags(
     result = build_result_document(suite_name="s", suite_file="s.yml", run_dir=str(run_dir), audit=audit,
                                    fingerprints={"observedModel": "claude-new"}, scoring_code="x", baseline=baseline,
                                    baseline_tool_sequence=["observe", "swipeOn", "tapOn"])
-    values = page_values({"runs": [result]}, assets=Assets(tmp_path / "p.html"), environ={}, title="t")
+    values = page_values(SessionResult.from_json({"runs": [result]}), assets=Assets(tmp_path / "p.html"), environ={}, title="t")
     (run,) = values["runs"]
     assert [(line["op"], line["tool"], line["class"]) for line in run["diff"]] == [
         (" ", "observe", "same"), ("-", "swipeOn", "missing"), (" ", "tapOn", "same"), ("+", "tapOn", "extra")]
@@ -376,7 +377,7 @@ def test_the_repeats_table_counts_the_agents_incomplete_runs_in_the_rate(tmp_pat
     gave_up = _result(tmp_path, status="incomplete")
     gave_up["verdict"]["incompleteCause"] = "agent"
     runs = [_result(tmp_path, status="passed")] * 5 + [gave_up] * 5
-    block = computed_statistics(runs)["suites"]["bug-repro"]
+    block = computed_statistics([RunResult.from_json(run) for run in runs])["suites"]["bug-repro"]
     assert (block["passed"], block["judged"], block["incomplete"], block["incompleteAgent"], block["rate"]) == (5, 10, 5, 5, 0.5)
     page = _dom(write_html_report({"runs": runs}, tmp_path / "agent.html", environ={}))
     assert '<td class="num">5 (5 agent)</td><td class="num">10</td><td class="num">50%</td>' in page
