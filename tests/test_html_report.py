@@ -326,6 +326,9 @@ def test_the_page_is_named_once_in_the_summary_and_written_by_the_controller_onl
     assert page.is_file() and "No run wrote a result in this session." in page.read_text(encoding="utf-8")
     assert result.stdout.lines.count(next(line for line in result.stdout.lines if "agentbench html report:" in line)) == 1
     assert page.as_uri() in result.stdout.str()
+    # Last, after pytest's closing summary line (issue 21: where a user looks when the session ends).
+    shown = [line for line in result.stdout.lines if line.strip()]
+    assert shown[-1].startswith(f"agentbench html report: {page.as_uri()} (") and " in " in shown[-2] and shown[-2].startswith("="), shown[-4:]
 
 
 def test_a_page_that_cannot_be_written_is_one_red_line_not_a_traceback(pytester: pytest.Pytester) -> None:

@@ -200,7 +200,7 @@ def build_timeline(
         by_id[call_id]["full_href"] = _write_full(assets, key, number, call, text, environ)
     for report in transcript.reports:
         if report.kind == MODEL_CALL_REPORT:
-            rows.append(model_call_row(report, environ))
+            rows.append(model_call_row(report, arrivals, environ))
         elif report.kind in REPORT_ROWS:
             rows.append({"kind": "report", "report_kind": report.kind, "message": scrub(report.message, environ),
                          "line": report.line, "sort": report.line if report.line is not None else 0})
@@ -212,20 +212,24 @@ def _count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def model_call_row(report: AgentReport, environ: Mapping[str, str]) -> dict[str, Any]:
-    """An agent's `model-call` report -> its timeline row: call number, duration, tokens (unknown when not sent), finish reason, retries.
+def model_call_row(report: AgentReport, arrivals: Mapping[int, float] | None, environ: Mapping[str, str]) -> dict[str, Any]:
+    """An agent's `model-call` report -> its timeline row: call number, start, duration, tokens (unknown when not sent), finish reason, retries.
 
     It sits where the report is in the stream: after the call it describes, before the tool call
-    the reply asked for.
+    the reply asked for. The start is on the timing sidecar's clock (seconds since the agent
+    started: the report's arrival minus the call's duration, as the sidecar's model-call row says).
     """
     data = report.data
     duration = data.get("duration_ms")
+    arrived = arrivals.get(report.line) if arrivals and report.line is not None else None
+    timed = isinstance(duration, (int, float)) and not isinstance(duration, bool)
     prompt, completion = _count(data.get("prompt_tokens")), _count(data.get("completion_tokens"))
     retries = [retry for retry in data.get("retries") or [] if isinstance(retry, Mapping)]
     failed = data.get("error")
     return {
         "kind": "model-call", "number": _count(data.get("call")), "message": scrub(report.message, environ),
-        "duration": _seconds(duration / 1000) if isinstance(duration, (int, float)) and not isinstance(duration, bool) else "",
+        "duration": _seconds(duration / 1000) if timed else "",
+        "start": f"at {max(arrived - duration / 1000, 0.0):.2f} s" if timed and arrived is not None else "",
         "tokens": "tokens unknown" if prompt is None and completion is None
         else f"{'?' if prompt is None else prompt} prompt + {'?' if completion is None else completion} completion tokens",
         "finish_reason": str(data.get("finish_reason") or ("failed" if failed else "none")),
