@@ -385,3 +385,96 @@ def test_the_repeats_table_counts_the_agents_incomplete_runs_in_the_rate(tmp_pat
     page = _dom(write_html_report({"runs": runs}, tmp_path / "agent.html", environ={}))
     assert '<td class="num">5 (5 agent)</td><td class="num">10</td><td class="num">50%</td>' in page
     assert "5 incomplete (5 the agent's, counted as not passed)" in page
+
+
+# ----------------------------------------------------------------------------- what ran, ids, groups, the A/B chart, model calls
+
+
+def test_a_runs_identity_names_agent_model_provider_server_and_device(tmp_path: Path) -> None:
+    from pytest_agentbench.report.html.run_view import run_identity
+
+    run_dir = _run_dir(tmp_path, _events())
+    (run_dir / "mcp-servers.json").write_text(json.dumps({"mcpServers": {"agentbench": {"command": "x", "env": {"K": SECRET}}}}), encoding="utf-8")
+    result = RunResult.from_json(_result(
+        run_dir, agent={"command": ["/usr/bin/agentbench-agent", "-p"], "requestedModel": "glm-4.5"}, device={"serial": "emulator-5554"},
+        fingerprints={"claudeCodeVersion": "1.2.3", "observedModel": "zai/glm-4.5", "deviceFingerprint": {"model": "Pixel 8", "sdk": "34"},
+                      "serverBuildComponents": {"provider": "openai-compatible", "provider.endpoint": "http://127.0.0.1:8000"}}))
+    assert run_identity(result) == {
+        "agent": "agentbench-agent 1.2.3", "model": "glm-4.5 (answered as zai/glm-4.5) via openai-compatible at http://127.0.0.1:8000",
+        "server": "agentbench", "device": "emulator-5554 (Pixel 8, SDK 34)"}
+    # Nothing recorded: nothing claimed.
+    assert run_identity(RunResult.from_json({"runDirectory": str(tmp_path / "none")})) == {"agent": "", "model": "", "server": "", "device": ""}
+
+
+def test_the_header_lists_each_distinct_value_once_and_says_unknown_for_none() -> None:
+    from pytest_agentbench.report.html.page import session_identity
+
+    runs = [{"agent": "claude 2.1", "model": "a", "server": "agentbench", "device": "s1"},
+            {"agent": "claude 2.1", "model": "b", "server": "agentbench", "device": ""}]
+    assert session_identity(runs) == [("agent", "claude 2.1"), ("model", "a, b"), ("MCP server", "agentbench"), ("device", "s1")]
+    assert session_identity([]) == [("agent", "unknown"), ("model", "unknown"), ("MCP server", "unknown"), ("device", "unknown")]
+
+
+def test_session_rows_carry_instance_repeat_and_run_id(tmp_path: Path) -> None:
+    from pytest_agentbench.report.html.page import session_rows
+
+    runs = [RunResult.from_json(_result(tmp_path / "20261201T000000Z-0000abcd", instance={"id": "r2-42", "repeat": 2, "values": {"n": 42}})),
+            RunResult.from_json(_result(tmp_path / "old"))]
+    rows = session_rows(runs)
+    assert [(row["instance"], row["repeat"], row["run_id"]) for row in rows] == [("r2-42", "2", "20261201T000000Z-0000abcd"), ("–", "–", "old")]
+    assert runs[0].instance_key == "r2-42" and runs[1].instance_key is None
+
+
+def test_failures_are_grouped_by_first_reason_biggest_first() -> None:
+    from pytest_agentbench.report.aggregate import Unrecorded
+    from pytest_agentbench.report.html.page import failure_groups
+
+    def run(status: str, *reasons: str) -> RunResult:
+        return RunResult.from_json({"suite": "s", "instance": {"id": f"r{len(reasons)}"}, "verdict": {"status": status, "reasons": list(reasons)}})
+
+    runs = [run("passed"), run("failed", "screen check failed", "and more"), run("incomplete", "no final answer"),
+            run("incomplete", "no final answer"), run("failed", "screen check failed"), run("incomplete", "no final answer")]
+    groups = failure_groups(runs, [Unrecorded("s.yml::s[r9]", "s", "r9", "setup: no device")])
+    assert [(g["count"], g["status"], g["reason"]) for g in groups] == [
+        (3, "incomplete", "no final answer"), (2, "failed", "screen check failed"), (1, "incomplete", "no result: setup: no device")]
+    assert [m["anchor"] for m in groups[0]["runs"]] == ["run-003-s", "run-004-s", "run-006-s"]
+    assert groups[2]["runs"] == [{"anchor": "", "label": "s"}]
+    assert failure_groups(runs[:1], []) == []
+
+
+def test_the_ab_chart_is_well_formed_svg_with_escaped_names_and_a_whisker_per_judged_side() -> None:
+    from pytest_agentbench.report.html.charts import ABPoint, ab_chart
+
+    svg = ab_chart([ABPoint("bug-repro", (1, 5), (4, 5)), ABPoint(EVIL, (0, 0), (2, 2))])
+    root = ElementTree.fromstring(svg)
+    ns = "{http://www.w3.org/2000/svg}"
+    sides = root.findall(f".//{ns}g[@class='side baseline']") + root.findall(f".//{ns}g[@class='side this']")
+    assert len(sides) == 4
+    judged = [side for side in sides if side.get("data-judged") != "0"]
+    assert len(judged) == 3 and all(side.findall(f"{ns}line[@class='whisker']") for side in judged)
+    expected = wilson_interval(4, 5)
+    (this,) = [side for side in sides if side.get("data-passed") == "4"]
+    assert (float(this.get("data-low")), float(this.get("data-high"))) == (pytest.approx(expected.low, abs=1e-4), pytest.approx(expected.high, abs=1e-4))
+    assert "<script" not in svg and ab_chart([]) is None
+
+
+def test_a_model_call_report_is_a_timeline_row_with_its_start_duration_tokens_and_retries(tmp_path: Path) -> None:
+    events = _events(("observe", {}, "ok", False))
+    calls = [{"type": "system", "subtype": "agentbench_report", "kind": "model-call", "turn": 1, "message": "model call 1", "call": 1,
+              "duration_ms": 250, "prompt_tokens": 1000, "completion_tokens": 20, "finish_reason": "tool_calls",
+              "retries": [{"status": 429, "wait_s": 0.2, "error": "slow"}]},
+             {"type": "system", "subtype": "agentbench_report", "kind": "model-call", "turn": 2, "message": "model call 2", "call": 2,
+              "duration_ms": 1500, "prompt_tokens": None, "completion_tokens": None, "finish_reason": None, "retries": [],
+              "error": f"HTTP 500 with key {SECRET}"}]
+    events[1:1] = [calls[0]]
+    events.insert(-2, calls[1])
+    run_dir = _run_dir(tmp_path, events)
+    rows = build_timeline(parse_file(run_dir / "claude.jsonl"), transcript_path=run_dir / "claude.jsonl", arrivals={2: 1.25, 5: 4.0},
+                          shots=[], shots_dir=run_dir, stumbles=[], assets=Assets(tmp_path / "page.html"), key="run-001-x", environ=ENVIRON)
+    assert [row["kind"] for row in rows] == ["model-call", "call", "model-call"]
+    first, _, failed = rows
+    assert (first["number"], first["start"], first["duration"], first["tokens"], first["finish_reason"], first["retries"]) == (
+        1, "at 1.00 s", "250 ms", "1000 prompt + 20 completion tokens", "tool_calls", ["HTTP 429, waited 0.2 s"])
+    assert (failed["start"], failed["duration"], failed["tokens"], failed["finish_reason"], failed["failed"]) == (
+        "at 2.50 s", "1.50 s", "tokens unknown", "failed", True)
+    assert SECRET not in failed["error"]
