@@ -104,11 +104,11 @@ def publish_outcome(item: pytest.Item, result: RunResult, *, result_path: Path |
         if check.kind not in _RUN_CHECK_KINDS and check.name:
             state = "passed" if check.passed else "failed"
             item.user_properties.append((f"agentbench_check_{check.name}", f"{state}: expected {check.expected}; seen {check.seen}"))
-    for left in (result.cleanup or {}).get("left") or []:
+    for left in result.cleanup_report.left if result.cleanup_report is not None else ():
         item.user_properties.append(("agentbench_cleanup_left", left))
     path = result_path or result.run_dir / "result.json"
     item.user_properties.append((RESULT_PROPERTY, str(path)))
-    text = render_text_report(result.to_json(), current_scoring_code=scoring_code_digest())
+    text = render_text_report(result, current_scoring_code=scoring_code_digest())
     if status != "failed":
         # A failed run's report is its failure text (printed once, shortened by --tb); the others
         # keep it as a section, shown with -rA like any passing test's output.
