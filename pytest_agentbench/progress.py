@@ -16,7 +16,7 @@ so repeats (`suite[r3]`) and seeded instances show without being parsed here.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,8 @@ PLAIN_INTERVAL_S = 30.0
 TTY_INTERVAL_S = 0.25
 # Room kept for pytest's " PASSED [100%]" when deciding whether the live count fits the line.
 _OUTCOME_ROOM = 16
+# At the default verbosity pytest adds a "." and, at the end of a file's line, " [100%]".
+_DOT_ROOM = 9
 #: A session of more runs than this shows the live session line at the default verbosity.
 SESSION_LINE_MIN_RUNS = 3
 
@@ -95,11 +97,16 @@ class SessionCount:
 
     def text(self) -> str:
         """`[12/80 runs, 3 failed, 2m10s, ETA 12m40s]`; the ETA once a run has finished."""
+        return self.texts()[0]
+
+    def texts(self) -> tuple[str, str, str]:
+        """The line, then shorter forms of it for a narrow terminal: `[12/80, 3 failed, ETA 12m40s]`, `[12/80]`."""
         elapsed = self._clock() - self._started if self._started is not None else 0.0
-        parts = [f"{self.done}/{self.total} runs", f"{self.failed} failed", duration(elapsed)]
-        if self.done and self.done < self.total:
-            parts.append(f"ETA {duration(elapsed / self.done * (self.total - self.done))}")
-        return f"[{', '.join(parts)}]"
+        eta = (f"ETA {duration(elapsed / self.done * (self.total - self.done))}"
+               if self.done and self.done < self.total else None)
+        full = [f"{self.done}/{self.total} runs", f"{self.failed} failed", duration(elapsed), *([eta] if eta else [])]
+        short = [f"{self.done}/{self.total}", f"{self.failed} failed", *([eta] if eta else [])]
+        return f"[{', '.join(full)}]", f"[{', '.join(short)}]", f"[{self.done}/{self.total}]"
 
 
 class LiveCount:
@@ -119,15 +126,20 @@ class LiveCount:
     def update(self, progress: StreamProgress) -> None:
         self.show(live_text(progress))
 
-    def show(self, text: str, *, now: bool = False) -> None:
-        """Write text after the cursor (throttled to `TTY_INTERVAL_S` unless `now`)."""
+    def show(self, text: str | Sequence[str], *, now: bool = False) -> None:
+        """Write text after the cursor (throttled to `TTY_INTERVAL_S` unless `now`).
+
+        Given several texts, longest first, it writes the first that fits the room left on the line.
+        """
         moment = self._clock()
         if not now and moment - self._last < TTY_INTERVAL_S:
             return
         self._last = moment
+        room = self._room()
+        text = next((choice for choice in ([text] if isinstance(text, str) else text) if len(choice) <= room), "")
         if text == self._shown:
             return
-        if len(text) > self._room():
+        if not text:
             self.clear()
             return
         width = max(len(text), len(self._shown))
@@ -187,7 +199,7 @@ class ProgressReporter:
                 write(text)
         return emit
 
-    def _tty_line(self, terminal: Any) -> LiveCount | None:
+    def _tty_line(self, terminal: Any, reserve: int = _OUTCOME_ROOM) -> LiveCount | None:
         """A LiveCount writing after the cursor of pytest's terminal, or None when it is no terminal."""
         writer = getattr(terminal, "_tw", None)
         stream = getattr(writer, "_file", None)
@@ -199,7 +211,7 @@ class ProgressReporter:
             stream.flush()
 
         def room() -> int:
-            return writer.fullwidth - writer.width_of_current_line - _OUTCOME_ROOM
+            return writer.fullwidth - writer.width_of_current_line - reserve
 
         return LiveCount(self._uncaptured(raw), room)
 
@@ -212,7 +224,7 @@ class ProgressReporter:
         self._runs = {item.nodeid for item in session.items if item.get_closest_marker("agentbench") is not None}
         if len(self._runs) <= SESSION_LINE_MIN_RUNS:
             return
-        line = self._tty_line(self.config.pluginmanager.get_plugin("terminalreporter"))
+        line = self._tty_line(self.config.pluginmanager.get_plugin("terminalreporter"), _DOT_ROOM)
         if line is not None:
             self._session, self._session_line = SessionCount(len(self._runs)), line
 
@@ -222,7 +234,7 @@ class ProgressReporter:
 
     def _show_session_line(self) -> None:
         if self._session_line is not None and self._session is not None:
-            self._session_line.show(self._session.text(), now=True)
+            self._session_line.show(self._session.texts(), now=True)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> Generator[None]:
@@ -256,7 +268,7 @@ class ProgressReporter:
             return None
         if self._session_line is not None and self._session is not None:
             line, count = self._session_line, self._session
-            return lambda progress: line.show(count.text())
+            return lambda progress: line.show(count.texts())
         terminal = self._terminal()
         if terminal is None:
             return None

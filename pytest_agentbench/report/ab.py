@@ -143,7 +143,8 @@ def _compact(comparison: Comparison, flags: Sequence[ComparabilityFlag], width: 
     head = (f"{comparison.suite}: {side(comparison.passed_a, comparison.judged_a, comparison.incomplete_a)} -> "
             f"{side(comparison.passed_b, comparison.judged_b, comparison.incomplete_b)}, {format_difference(comparison)}, "
             f"{test} {format_p(comparison.p_value)} ({design})")
-    lines = [head, f"  {comparison.verdict}"]
+    # The verdict's first clause; -v adds what it says about the detectable difference.
+    lines = [head, f"  {comparison.verdict.split('; ', 1)[0]}"]
     if flags:
         lines.append(f"  setups differ: {', '.join(FLAG_ABBREVIATIONS.get(flag.kind, flag.kind) for flag in flags)}")
     return [fit(line, width) for line in lines]

@@ -82,11 +82,17 @@ def outcome_of(result: RunResult | Mapping[str, Any]) -> RunOutcome:
     )
 
 
-def outcomes_by_suite(results: Iterable[RunResult], unrecorded: Iterable[Unrecorded] = ()) -> dict[str, list[RunOutcome]]:
-    """Suite name -> its runs' outcomes, suites in the order their first run appears; unrecorded runs are incomplete."""
+def outcomes_by_suite(
+    results: Iterable[RunResult | Mapping[str, Any]], unrecorded: Iterable[Unrecorded] = ()
+) -> dict[str, list[RunOutcome]]:
+    """Suite name -> its runs' outcomes, suites in the order their first run appears; unrecorded runs are incomplete.
+
+    Mappings (result.json documents, as report/html passes them) are read through `RunResult.from_json`.
+    """
     grouped: dict[str, list[RunOutcome]] = {}
     for result in results:
-        grouped.setdefault(result.suite or "?", []).append(outcome_of(result))
+        run = result if isinstance(result, RunResult) else RunResult.from_json(result)
+        grouped.setdefault(run.suite or "?", []).append(outcome_of(run))
     for run in unrecorded:
         # No result document: the harness never got the run to a verdict (setup error, crash).
         grouped.setdefault(run.suite, []).append(RunOutcome("incomplete", {}, run.instance, "harness"))
@@ -107,7 +113,7 @@ class SessionStatistics:
 
 
 def session_statistics(
-    results: Sequence[RunResult], unrecorded: Sequence[Unrecorded] = (), *, level: float = DEFAULT_LEVEL
+    results: Sequence[RunResult | Mapping[str, Any]], unrecorded: Sequence[Unrecorded] = (), *, level: float = DEFAULT_LEVEL
 ) -> SessionStatistics:
     """Group the runs by suite and compute each suite's statistics and the session line.
 

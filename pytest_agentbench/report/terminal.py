@@ -85,7 +85,7 @@ def render_section(
         verbose: `-v`: every run's row, verdict line and details, the statistics' legend, the full comparison.
         show_passes: `-rA` (or `-rp`): the per-run table lists passing runs too.
     """
-    parts = [Part("text", counts_line(results, statistics))]
+    parts = [Part("text", fit(counts_line(results, statistics), width))]
     text = lambda line: parts.append(Part("text", line))  # noqa: E731
     if verbose:
         for result in results:
