@@ -430,3 +430,21 @@ def test_an_incomplete_runs_cause_is_in_its_verdict_line_and_table_row(cause, li
     assert verdict_line(R(document)) == line
     assert verdict_word(R(document)) == word
     assert f" {word} " in render_summary_table(_runs([document]), width=100).splitlines()[2] + " "
+
+
+def test_the_default_failure_report_is_short_and_says_where_the_rest_is():
+    from pytest_agentbench.report.text import FULL_REPORT_HINT, render_failure_report
+
+    document = _document(_audit("failed", ["answer check failed"], seen="EXPECTED_COUNT: 4"), cleanup={"actions": [], "failed": [], "left": ["x"]})
+    assert render_failure_report(R(document)).splitlines() == [
+        "bug-repro: FAILED",
+        "  - answer check failed",
+        "Failed checks:",
+        "  FAIL answer: expected 'EXPECTED_COUNT: 3'",
+        "       seen: EXPECTED_COUNT: 4",
+        "Cleanup left: x",
+        "Run directory: /runs/bug-repro/20261130T030000Z-1a2b3c4d",
+        FULL_REPORT_HINT,
+    ]
+    # The checks that held, the metrics and the sequence are in the full report only.
+    assert "ok   device-use" in render_text_report(R(document)) and "device-use" not in render_failure_report(R(document))

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tabulate import tabulate
 
+from pytest_agentbench.checks.base import Check
 from pytest_agentbench.records.comparison import format_number
 from pytest_agentbench.records.parts import CleanupReport
 from pytest_agentbench.records.result import RunResult
@@ -26,8 +27,12 @@ def _cut(text: Any, limit: int = _SEEN_CHARS) -> str:
 def _checks_section(result: RunResult) -> list[str]:
     if not result.checks:
         return ["Checks: none"]
-    lines = ["Checks:"]
-    for check in result.checks:
+    return ["Checks:", *_check_lines(result.checks)]
+
+
+def _check_lines(checks: Sequence[Check]) -> list[str]:
+    lines = []
+    for check in checks:
         mark = "ok  " if check.passed else "FAIL"
         kind, name = check.kind or "?", check.name
         # Device checks are named in the suite; the name is what a prove fail scenario refers to.
@@ -178,6 +183,28 @@ def render_text_report(result: RunResult, *, current_scoring_code: str | None = 
     else:
         lines.append(f"Scoring code: {scoring or 'unknown'}")
     lines.append(f"Run directory: {result.run_directory}")
+    return "\n".join(lines) + "\n"
+
+
+#: The compact failure report's last line: where the rest of it is.
+FULL_REPORT_HINT = "(the full report and the agent's last tool calls: -v or --tb=long)"
+
+
+def render_failure_report(result: RunResult) -> str:
+    """A failed run as pytest's failures section shows it at the default verbosity: what failed and where the run is.
+
+    The verdict and its reasons, each failed check with what it expected and saw, what cleanup
+    left, and the run directory; `render_text_report` (shown with `-v` or `--tb=long`) has the rest.
+    """
+    lines = [f"{result.suite or '?'}: {result.status.upper()}"]
+    lines += [f"  - {reason}" for reason in result.verdict.reasons]
+    failed = [check for check in result.checks if not check.passed]
+    if failed:
+        lines += ["Failed checks:", *_check_lines(failed)]
+    cleanup = result.cleanup_report
+    lines += [f"Cleanup left: {_cut(item)}" for item in (cleanup.left if cleanup is not None else ())]
+    lines.append(f"Run directory: {result.run_directory}")
+    lines.append(FULL_REPORT_HINT)
     return "\n".join(lines) + "\n"
 
 
