@@ -221,12 +221,22 @@ class ProgressReporter:
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         if self.config.get_verbosity() != 0 or hasattr(self.config, "workerinput"):
             return
-        self._runs = {item.nodeid for item in session.items if item.get_closest_marker("agentbench") is not None}
-        if len(self._runs) <= SESSION_LINE_MIN_RUNS:
+        self._count_runs({item.nodeid for item in session.items if item.get_closest_marker("agentbench") is not None})
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        # Under xdist the controller collects nothing; every worker collects the same items, and
+        # a suite item is named after its suite file.
+        if self._session is None and self.config.get_verbosity() == 0:
+            self._count_runs({nodeid for nodeid in ids if nodeid.split("::", 1)[0].endswith((".yml", ".yaml"))})
+
+    def _count_runs(self, runs: set[str]) -> None:
+        self._runs = runs
+        if len(runs) <= SESSION_LINE_MIN_RUNS:
             return
         line = self._tty_line(self.config.pluginmanager.get_plugin("terminalreporter"), _DOT_ROOM)
         if line is not None:
-            self._session, self._session_line = SessionCount(len(self._runs)), line
+            self._session, self._session_line = SessionCount(len(runs)), line
 
     def _hide_session_line(self) -> None:
         if self._session_line is not None:
