@@ -122,7 +122,10 @@ def test_ra_lists_passing_rows_without_the_details_of_v() -> None:
     runs = [run(suite, 1, "passed") for suite in SUITES]
     lines = text_of(render_section(runs, session_statistics(runs), width=120, show_passes=True))
     assert {line.split()[0] for line in lines if line.split()[1:2] == ["pass"]} == {f"{suite}[r1-7]" for suite in SUITES}
-    assert not any("passing runs not listed" in line or line.startswith("PASSED") for line in lines)
+    assert not any("passing runs not listed" in line for line in lines)
+    # Each run's verdict line (as -rA lists every outcome), without the -v details.
+    assert [line for line in lines if line.startswith("PASSED ")] == [f"PASSED {run.nodeid}" for run in runs]
+    assert not any(line.startswith("Run directory:") for line in lines)
 
 
 def test_names_that_share_both_ends_are_never_cut() -> None:

@@ -83,11 +83,11 @@ def render_section(
         comparison: With `--agentbench-compare`.
         width: Terminal width; no line is wider.
         verbose: `-v`: every run's row, verdict line and details, the statistics' legend, the full comparison.
-        show_passes: `-rA` (or `-rp`): the per-run table lists passing runs too.
+        show_passes: `-rA` (or `-rp`): every run's verdict line and row, passing runs too.
     """
     parts = [Part("text", fit(counts_line(results, statistics), width))]
     text = lambda line: parts.append(Part("text", line))  # noqa: E731
-    if verbose:
+    if verbose or show_passes:
         for result in results:
             # Wrapped, not cut as pytest's short summary cuts: the reason is the point of this line.
             text(fit(verdict_line(result), width))
