@@ -13,8 +13,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tabulate import tabulate
-
 from pytest_agentbench.records.result import RunResult
 from pytest_agentbench.report.stats import (
     DEFAULT_LEVEL,

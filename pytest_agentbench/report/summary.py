@@ -1,4 +1,4 @@
-"""A session's RunResults -> the terminal summary: verdict lines, the metrics table, the `-v` details."""
+"""A session's RunResults -> the terminal summary's parts: verdict lines, the per-run table, failures by first reason, the `-v` details."""
 
 from __future__ import annotations
 
@@ -6,8 +6,6 @@ import math
 import textwrap
 from collections.abc import Sequence
 from typing import Any
-
-from tabulate import tabulate
 
 from pytest_agentbench.baseline.compare import FLAG_ABBREVIATIONS
 from pytest_agentbench.records.comparison import format_number
