@@ -20,7 +20,7 @@ from pytest_agentbench.options import attempts_for
 from pytest_agentbench.pipeline import ConcludeContext, conclude
 from pytest_agentbench.progress import live_progress
 from pytest_agentbench.records.result import RunResult
-from pytest_agentbench.report.text import render_text_report
+from pytest_agentbench.report.text import render_failure_report, render_text_report
 from pytest_agentbench.run.artifacts import PrivateDaemon, new_run_dir
 from pytest_agentbench.run.execute import measure_run
 from pytest_agentbench.session import RESULT_PROPERTY, session_key
@@ -104,20 +104,23 @@ def publish_outcome(item: pytest.Item, result: RunResult, *, result_path: Path |
         if check.kind not in _RUN_CHECK_KINDS and check.name:
             state = "passed" if check.passed else "failed"
             item.user_properties.append((f"agentbench_check_{check.name}", f"{state}: expected {check.expected}; seen {check.seen}"))
-    for left in (result.cleanup or {}).get("left") or []:
+    for left in result.cleanup_report.left if result.cleanup_report is not None else ():
         item.user_properties.append(("agentbench_cleanup_left", left))
     path = result_path or result.run_dir / "result.json"
     item.user_properties.append((RESULT_PROPERTY, str(path)))
-    text = render_text_report(result.to_json(), current_scoring_code=scoring_code_digest())
+    text = render_text_report(result, current_scoring_code=scoring_code_digest())
+    # pytest's convention: the default verbosity shows a failure short; -v or --tb=long in full.
+    full = item.config.get_verbosity() > 0 or item.config.option.tbstyle == "long"
     if status != "failed":
         # A failed run's report is its failure text (printed once, shortened by --tb); the others
         # keep it as a section, shown with -rA like any passing test's output.
         item.add_report_section("call", "agentbench report", text)
-    if result.transcript_tail:
+    if result.transcript_tail and (status != "failed" or full):
         item.add_report_section("call", "agent transcript", result.transcript_tail)
     reasons = "; ".join(result.verdict.reasons) or "no reason recorded"
     if status == "passed":
         return
     if status == "failed":
-        raise VerdictFailed(result.verdict.to_json(), f"failed: {reasons}\n\n{text}")
+        shown = text if full else render_failure_report(result)
+        raise VerdictFailed(result.verdict.to_json(), f"failed: {reasons}\n\n{shown}")
     pytest.xfail(f"incomplete: {reasons}")

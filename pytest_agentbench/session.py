@@ -11,18 +11,10 @@ import pytest
 
 from pytest_agentbench.errors import ConfigError, SavedRunError
 from pytest_agentbench.options import AgentbenchOptions
-from pytest_agentbench.records.result import RunResult
-from pytest_agentbench.report.ab import ABReport, comparison_block, compare_with, load_session_document, render_comparison
-from pytest_agentbench.report.aggregate import (
-    SessionStatistics,
-    Unrecorded,
-    junit_properties,
-    render_statistics,
-    session_statistics,
-    statistics_block,
-)
-from pytest_agentbench.report.document import build_session_document, verdict_status
-from pytest_agentbench.report.summary import fit, render_summary_table, render_verbose_details, verdict_line
+from pytest_agentbench.records.result import RunResult, SessionResult
+from pytest_agentbench.report.ab import ABReport, comparison_block, compare_with, load_session_document
+from pytest_agentbench.report.aggregate import SessionStatistics, Unrecorded, junit_properties, session_statistics, statistics_block
+from pytest_agentbench.report.terminal import render_section
 from pytest_agentbench.run.artifacts import agent_workdir_parent
 from pytest_agentbench.run.dryrun import SECTION as DRY_RUN_SECTION
 from pytest_agentbench.run.dryrun import current_environ, dry_run_text
@@ -70,11 +62,11 @@ class AgentbenchSession:
                 "instructions switch; drop the option or choose agentbench_server = agentbench"
             )
         self.dry_runs: list[tuple[str, str]] = []
-        self.results: list[dict[str, Any]] = []
+        self.results: list[RunResult] = []
         # Suite items whose run failed before it wrote a result (setup error, crash), by node id.
         self.unrecorded: dict[str, Unrecorded] = {}
         self.started_at = _now()
-        self.baseline_session: dict[str, Any] | None = None
+        self.baseline_session: SessionResult | None = None
         if self.options.compare_path is not None:
             try:
                 self.baseline_session = load_session_document(self.options.compare_path)
@@ -119,15 +111,19 @@ class AgentbenchSession:
             return None
         return compare_with(self.baseline_session, self.results, list(self.unrecorded.values()), path=self.options.compare_path)
 
-    def session_document(self) -> dict[str, Any]:
-        """The session document (`--agentbench-json` writes it; the HTML report renders it)."""
+    def session_result(self) -> SessionResult:
+        """This session as `--agentbench-json` writes it: every run, the runs without a result, statistics, the comparison."""
         comparison = self.comparison()
-        return build_session_document(
+        return SessionResult.of(
             self.results, started_at=self.started_at, finished_at=_now(), seed=self.options.seed,
             repeat=self.options.repeat, statistics=statistics_block(self.statistics()),
-            unrecorded=[run.to_json() for run in self.unrecorded.values()],
+            unrecorded=tuple(run.to_json() for run in self.unrecorded.values()),
             comparison=comparison_block(comparison) if comparison is not None else None,
         )
+
+    def session_document(self) -> dict[str, Any]:
+        """The session document (`--agentbench-json` writes it; the HTML report renders it)."""
+        return self.session_result().to_json()
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
@@ -135,7 +131,7 @@ class AgentbenchSession:
         if hasattr(self.config, "workerinput"):
             return
         # An incomplete run is reported as xfail, yet the seed's harness exits 1 for it.
-        if exitstatus == 0 and any(verdict_status(result) != "passed" for result in self.results):
+        if exitstatus == 0 and any(result.status != "passed" for result in self.results):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if not self.results and not self.unrecorded:
             return
@@ -160,35 +156,16 @@ class AgentbenchSession:
         # The default `-r fE` hides xfails, so incomplete runs would vanish without this section.
         terminalreporter.write_sep("=", "agentbench")
         width = min(terminalreporter._tw.fullwidth, 120)
-        for result in self.results:
-            # Wrapped, not cut as pytest's short summary cuts: the reason is the point of this line.
-            terminalreporter.write_line(fit(verdict_line(result), width))
-        if self.results:
-            terminalreporter.write_line("")
-            terminalreporter.write_line(render_summary_table(self.results, width=width))
-        unconfined = unconfined_line(self.results)
-        if unconfined:
-            terminalreporter.write_line("")
-            terminalreporter.write_line(fit(unconfined, width), yellow=True, bold=True)
-        if self.config.get_verbosity() > 0 and self.results:
-            terminalreporter.write_line("")
-            terminalreporter.write_line(render_verbose_details(self.results, width=width))
-        terminalreporter.write_sep("-", "agentbench statistics")
-        terminalreporter.write_line(render_statistics(self.statistics(), width=width))
-        comparison = self.comparison()
-        if comparison is not None:
-            terminalreporter.write_sep("-", "agentbench comparison")
-            terminalreporter.write_line(render_comparison(comparison, width=width))
-
-
-def unconfined_line(results: list[dict]) -> str | None:
-    """The summary's warning when runs were not confined (`sandbox.mode` off), with why; None when every run was."""
-    off = [result for result in results if (result.get("sandbox") or {}).get("mode") == "off"]
-    if not off:
-        return None
-    reasons = sorted({(result.get("sandbox") or {}).get("reason") or "unknown" for result in off})
-    return (f"UNCONFINED: {len(off)} of {len(results)} runs ran without the sandbox ({'; '.join(reasons)}): "
-            "their agents could reach the device, the host and the suites directly (docs/isolation.md)")
+        reportchars = str(getattr(self.config.option, "reportchars", "") or "")
+        parts = render_section(
+            self.results, self.statistics(), self.comparison(), width=width,
+            verbose=self.config.get_verbosity() > 0, show_passes=any(char in reportchars for char in "ApP"),
+        )
+        for part in parts:
+            if part.kind == "rule":
+                terminalreporter.write_sep("-", part.text)
+            else:
+                terminalreporter.write_line(part.text, **({"yellow": True, "bold": True} if part.kind == "warning" else {}))
 
 
 def _add_junit_properties(config: pytest.Config, properties: list[tuple[str, str]]) -> None:
@@ -208,10 +185,9 @@ def _failure_reason(report: pytest.TestReport) -> str:
     return text.splitlines()[0] if text else "no reason recorded"
 
 
-def _load_result(path: str) -> dict[str, Any] | None:
-    # Read through the one reader of result.json; the summary's sections still take its JSON form.
+def _load_result(path: str) -> RunResult | None:
     try:
-        return RunResult.read(Path(path)).to_json()
+        return RunResult.read(Path(path))
     except SavedRunError:
         return None
 

@@ -152,7 +152,8 @@ def test_second_run_flags_exactly_what_changed(module_adb_server, phone, tmp_pat
     elif change == "prompt":
         edit_prompt(suites)
 
-    second = run_bench(tmp_path, str(suite_file), device=serial, port=port)
+    # -rA: a passing run's row is listed (at the default verbosity passes are silent).
+    second = run_bench(tmp_path, str(suite_file), "-rA", device=serial, port=port)
     assert second.ret == 0, second.stdout + second.stderr
     (result,) = second.runs
     flags = result["comparison"]["flags"]

@@ -9,6 +9,7 @@ from checklab import FIVE_CHECKS, LAB, lab_phone
 from phoneadb import PhoneAdb
 
 from pytest_agentbench.checks import suite_checks
+from pytest_agentbench.records import RunResult
 from pytest_agentbench.checks.base import DeviceReads, RawRead
 from pytest_agentbench.checks.cleanup import (
     appop_tracker,
@@ -93,7 +94,7 @@ def test_a_deliberate_leftover_is_reported_and_shown(tmp_path: Path, monkeypatch
     assert report is not None
     (left,) = report["left"]
     assert left.startswith("contacts: rows _id=") and left.endswith("added by the run are still there")
-    text = render_text_report({"suite": "lab", "verdict": {"status": "passed", "reasons": []}, "cleanup": report})
+    text = render_text_report(RunResult.from_json({"suite": "lab", "verdict": {"status": "passed", "reasons": []}, "cleanup": report}))
     assert f"cleanup left: {left}" in text
     assert f"cleanup left: {left}" in (tmp_path / "cleanup.log").read_text()
 

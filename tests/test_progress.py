@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_agentbench.progress import PLAIN_INTERVAL_S, TTY_INTERVAL_S, LiveCount, PlainCount, live_text, run_line
+from pytest_agentbench.progress import (
+    PLAIN_INTERVAL_S,
+    TTY_INTERVAL_S,
+    LiveCount,
+    PlainCount,
+    SessionCount,
+    duration,
+    live_text,
+    run_line,
+)
 from pytest_agentbench.run.runner import StreamProgress
 
 
@@ -99,3 +108,35 @@ def test_plain_count_prints_a_line_only_every_interval() -> None:
     plain.update(progress(9, PLAIN_INTERVAL_S))
     plain.update(progress(10, PLAIN_INTERVAL_S + 1))
     assert lines == ["agentbench: bug-repro[r2] running: 9 tool calls so far, 30 s"]
+
+
+def test_the_session_line_counts_runs_failures_elapsed_and_eta() -> None:
+    clock = Clock()
+    count = SessionCount(80, clock=clock)
+    assert count.text() == "[0/80 runs, 0 failed, 0s]"
+    count.start()
+    clock.now = 130.0
+    for passed in [True] * 9 + [False] * 3:
+        count.finish(passed)
+    # 12 runs in 130 s: 68 more take about 737 s.
+    assert count.texts() == ("[12/80 runs, 3 failed, 2m10s, ETA 12m17s]", "[12/80, 3 failed, ETA 12m17s]", "[12/80]")
+    for _ in range(68):
+        count.finish(True)
+    assert count.text() == "[80/80 runs, 3 failed, 2m10s]"  # no ETA when every run is done
+
+
+@pytest.mark.parametrize(("seconds", "shown"), [(0, "0s"), (59.4, "59s"), (61, "1m01s"), (3600 * 2 + 300, "2h05m")])
+def test_duration(seconds: float, shown: str) -> None:
+    assert duration(seconds) == shown
+
+
+def test_the_live_line_takes_the_longest_form_that_fits() -> None:
+    screen = Screen("file.yml ..")
+    room = [30]
+    line = LiveCount(screen.write, lambda: room[0], clock=Clock())
+    forms = ("[12/80 runs, 3 failed, 2m10s, ETA 12m17s]", "[12/80, 3 failed, ETA 12m17s]", "[12/80]")
+    line.show(forms, now=True)
+    assert screen.text == "file.yml ..[12/80, 3 failed, ETA 12m17s]" and screen.cursor == len("file.yml ..")
+    room[0] = 5
+    line.show(forms, now=True)  # nothing fits: the line is erased, not overflowed
+    assert screen.text == "file.yml .."

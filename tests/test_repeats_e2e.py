@@ -183,15 +183,15 @@ def test_every_run_has_its_own_directory(seven_of_ten: Session) -> None:
 
 def test_the_comparison_prints_both_rates_the_difference_and_the_exact_p(two_of_ten: Session) -> None:
     text = flat(two_of_ten.section("agentbench comparison"))
-    assert "baseline: 7/10 passed (70%, 95% CI 40–89%), 2 incomplete" in text
-    assert "this run: 2/10 passed (20%, 95% CI 6–51%), 2 incomplete" in text
+    # The default verbosity: one compact block per suite (-v prints both rates with their intervals).
+    assert "seeded: 7/10 (2 incomplete) -> 2/10 (2 incomplete), -50 points" in text
     comparison = two_of_ten.document["comparison"]["suites"]["seeded"]
     assert comparison["design"] == "paired" and comparison["test"] == "mcnemar-exact"
     assert comparison["pairs"] == {"both": 2, "baselineOnly": 5, "thisRunOnly": 0, "neither": 3, "dropped": 2, "unmatched": 0}
     # McNemar's exact test is the binomial test of the discordant pairs: scipy on the same counts.
     assert comparison["pValue"] == pytest.approx(scipy.stats.binomtest(0, 5).pvalue, rel=1e-12)
     low, high = comparison["interval"]["low"], comparison["interval"]["high"]
-    shown = f"difference this run - baseline: -50 points (95% CI {round(low * 100):+d} to {round(high * 100):+d}); McNemar exact p = 0.062"
+    shown = f"-50 points (95% CI {round(low * 100):+d} to {round(high * 100):+d}), McNemar p = 0.062 (paired)"
     assert shown in text, text
     assert comparison["difference"] == -0.5 and low < -0.5 < high
 

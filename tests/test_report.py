@@ -11,10 +11,17 @@ import yaml
 from pytest_agentbench.audit.verdict import Audit, Check, Stumble, Verdict
 from pytest_agentbench.baseline.snippet import build_baseline_block, render_snippet, snippet_blockers
 from pytest_agentbench.run.server_build import server_build_fingerprint
-from pytest_agentbench.report.document import build_session_document, scrub
+from pytest_agentbench.records import RunResult, SessionResult
+from pytest_agentbench.report.document import scrub
 from resultdoc import result_document as build_result_document
-from pytest_agentbench.report.summary import render_summary_table, render_verbose_details, verdict_line
+from pytest_agentbench.report.summary import render_summary_table, render_verbose_details, run_label, verdict_line
 from pytest_agentbench.report.text import render_text_report
+
+R = RunResult.from_json
+
+
+def _runs(documents):
+    return [R(document) for document in documents]
 
 METRICS = {
     "toolCalls": 3,
@@ -122,13 +129,13 @@ def test_document_flags_a_changed_app_build_above_its_deltas():
     assert document["comparison"]["flags"] == [
         {"kind": "app-build", "message": "app build differs: versionCode 1 -> 2; versionName 1.0 -> 1.1"}
     ]
-    report = render_text_report(document)
+    report = render_text_report(R(document))
     assert report.index("! app build differs") < report.index("Metrics:")
 
 
 def test_session_document_counts_verdicts():
     results = [_document(), _document(_audit("failed", ["answer check failed"])), _document(_audit("incomplete", ["timeout"]))]
-    session = build_session_document(results, started_at="a", finished_at="b")
+    session = SessionResult.of(_runs(results), started_at="a", finished_at="b").to_json()
     assert session["counts"] == {"passed": 1, "failed": 1, "incomplete": 1}
     assert [run["verdict"]["status"] for run in session["runs"]] == ["passed", "failed", "incomplete"]
 
@@ -145,7 +152,7 @@ TIMING = {
 def test_session_document_sums_where_the_time_went():
     without = _document()
     results = [_document(timing=TIMING), _document(timing=TIMING), without]
-    timing = build_session_document(results)["timing"]
+    timing = SessionResult.of(_runs(results)).to_json()["timing"]
     assert (timing["runsWithSplit"], timing["runsWithoutSplit"]) == (2, 1)
     assert timing["agent"] == {"wallClockSeconds": 24.68, "startupSeconds": 2.4, "modelSeconds": 12.08,
                                "toolSeconds": 9.8, "afterResultSeconds": 0.4}
@@ -153,7 +160,7 @@ def test_session_document_sums_where_the_time_went():
 
 
 def test_text_report_shows_where_the_time_went():
-    report = render_text_report(_document(timing=TIMING))
+    report = render_text_report(R(_document(timing=TIMING)))
     assert "Time: agent 12.3 s = startup 1.2 + model 6.0 + tools 4.9 + after result 0.2\n" in report
     assert "\nHarness time: preflight 1.1 s, setup 0.6 s, post-run 0.4 s, audit 0.0 s\n" in report
     rows = [line.split() for line in report.splitlines() if line.startswith(("  tapOn", "  observe"))]
@@ -163,10 +170,10 @@ def test_text_report_shows_where_the_time_went():
 
 def test_text_report_of_a_run_without_a_timing_sidecar():
     document = _document(timing={"agent": None, "harness": {"preflightSeconds": 2.0}})
-    assert "Time: agent 4.2 s (no timing sidecar, so no split)\nHarness time: preflight 2.0 s\n" in render_text_report(document)
+    assert "Time: agent 4.2 s (no timing sidecar, so no split)\nHarness time: preflight 2.0 s\n" in render_text_report(R(document))
     legacy = _document()
     del legacy["timing"]  # a result.json written before timing existed
-    assert "Time: agent 4.2 s (no timing sidecar, so no split)\n" in render_text_report(legacy)
+    assert "Time: agent 4.2 s (no timing sidecar, so no split)\n" in render_text_report(R(legacy))
 
 
 # ----------------------------------------------------------------------------- text report
@@ -185,7 +192,7 @@ def test_text_report_shows_every_section():
         sequence=["observe", "swipeOn", "observe"],
         snippet_blockers=["verdict is failed, not passed"],
     )
-    report = render_text_report(document)
+    report = render_text_report(R(document))
     lines = report.splitlines()
     assert lines[0] == "bug-repro: FAILED"
     assert lines[1].startswith("  - answer check failed: expected 'EXPECTED_COUNT: 3'")
@@ -204,8 +211,8 @@ def test_text_report_shows_every_section():
 def test_saved_result_renders_the_same_report():
     document = _document(baseline=_baseline(), snippet_path="/runs/x/baseline.yml")
     saved = json.loads(json.dumps(document))
-    assert render_text_report(saved) == render_text_report(document)
-    assert "Baseline snippet: /runs/x/baseline.yml" in render_text_report(saved)
+    assert render_text_report(R(saved)) == render_text_report(R(document))
+    assert "Baseline snippet: /runs/x/baseline.yml" in render_text_report(R(saved))
 
 
 @pytest.mark.parametrize(
@@ -217,11 +224,11 @@ def test_saved_result_renders_the_same_report():
     ],
 )
 def test_report_flags_changed_scoring_code_on_rerender(current, expected):
-    assert expected in render_text_report(_document(), current_scoring_code=current).splitlines()
+    assert expected in render_text_report(R(_document()), current_scoring_code=current).splitlines()
 
 
 def test_report_without_baseline_lists_the_sequence_and_blank_deltas():
-    report = render_text_report(_document())
+    report = render_text_report(R(_document()))
     assert "Baseline: none (deltas not shown)" in report
     assert "Tool sequence: observe, tapOn, observe" in report
     assert "n/a" not in report
@@ -236,7 +243,7 @@ def test_report_without_baseline_lists_the_sequence_and_blank_deltas():
     ],
 )
 def test_verdict_line(status, reasons, line):
-    assert verdict_line(_document(_audit(status, reasons))) == line
+    assert verdict_line(R(_document(_audit(status, reasons)))) == line
 
 
 # ----------------------------------------------------------------------------- summary table
@@ -263,10 +270,14 @@ def test_summary_stays_within_the_width_for_many_suites(width):
         _summary_result(index, flags=all_flags[: index % 7], status=("passed", "failed", "incomplete")[index % 3], wall=index * 97.0)
         for index in range(60)
     ]
-    table = render_summary_table(results, width=width)
+    table = render_summary_table(_runs(results), width=width)
     assert max(len(line) for line in table.splitlines()) <= width
     header = table.splitlines()[0].split()
-    assert header == ["suite", "verdict", "wall", "calls", "turns", "tokens", "cost", "Δcalls", "flags"]
+    assert header == ["run", "verdict", "wall", "calls", "turns", "tokens", "cost", "Δcalls", "flags"]
+    # Every name is printed whole (a long one on a line of its own), never cut.
+    for index in range(60):
+        assert f"suite-with-a-rather-long-descriptive-name-{index:03d}" in table.split()
+    assert "…" not in table
     # every flag kind shows up by its abbreviation
     for word in ("app", "suite", "dev", "cli", "srv", "model"):
         assert word in table.split()
@@ -282,22 +293,43 @@ def test_summary_stays_within_the_width_for_many_suites(width):
     ],
 )
 def test_summary_row_cells(result, cells):
-    row = render_summary_table([result]).splitlines()[2].split()
-    assert row[1:8] == cells
+    # The long name takes a line of its own at 80 columns; its cells follow on the next.
+    row = " ".join(render_summary_table(_runs([result]), legend=False).splitlines()[2:]).split()
+    assert row[0] == result["suite"] and row[1:8] == cells
 
 
-def test_short_suite_names_are_kept_whole_and_long_ones_keep_both_ends():
+def test_names_are_never_cut_a_long_one_takes_its_own_line():
     short = {**_summary_result(1), "suite": "bug-repro"}
     long = _summary_result(2, flags=("app-build", "device", "server-build", "model"))
-    lines = render_summary_table([short, long], width=80).splitlines()
+    lines = render_summary_table(_runs([short, long]), width=80, legend=False).splitlines()
     assert lines[2].startswith("bug-repro ")
-    name = lines[3].split()[0]
-    assert "…" in name and name.startswith("suite-") and name.endswith("002")
+    assert lines[3] == "suite-with-a-rather-long-descriptive-name-002"
+    assert lines[4].split()[0] == "pass" and lines[4].startswith(" ")
+    assert max(len(line) for line in lines) <= 80
+
+
+def test_two_names_that_share_both_ends_stay_distinguishable():
+    # The names the issue found cut to `testbed…up-code` and `testbed…-code-p`.
+    runs = [{**_summary_result(1), "suite": "testbed-pickup-code"}, {**_summary_result(2), "suite": "testbed-pickup-code-p"}]
+    for width in (60, 80, 120):
+        words = render_summary_table(_runs(runs), width=width, legend=False).split()
+        assert "testbed-pickup-code" in words and "testbed-pickup-code-p" in words and "…" not in " ".join(words)
+
+
+@pytest.mark.parametrize(("nodeid", "instance", "label"), [
+    ("s.yml::bug-repro[r3]", {"id": "r3", "repeat": 3, "seed": 0, "values": {}}, "bug-repro[r3]"),
+    (None, {"id": "r2-42-Bob", "repeat": 2, "seed": 0, "values": {"n": 42}}, "bug-repro[r2-42-Bob]"),
+    (None, None, "bug-repro"),
+])
+def test_a_run_row_carries_its_instance_and_repeat_id(nodeid, instance, label):
+    result = R({**_summary_result(1), "suite": "bug-repro", "nodeid": nodeid, "instance": instance})
+    assert run_label(result) == label
+    assert render_summary_table([result], legend=False).splitlines()[2].split()[0] == label
 
 
 def test_verbose_details_show_metric_rows_diff_and_run_dir():
     document = _document(baseline=_baseline(), sequence=["observe", "observe"])
-    details = render_verbose_details([document])
+    details = render_verbose_details(_runs([document]))
     assert "benchmark/agent/suites/bug-repro.yml::bug-repro: passed" in details.splitlines()[0]
     assert "  + tapOn" in details.splitlines()
     assert any(line.split()[:2] == ["toolCounts.tapOn", "1"] for line in details.splitlines())
@@ -355,8 +387,8 @@ def test_no_planted_secret_reaches_snippet_result_or_terminal(tmp_path):
     outputs = {
         "baseline.yml": snippet,
         "result.json": json.dumps(document),
-        "report": render_text_report(document),
-        "summary": render_summary_table([document]) + render_verbose_details([document]),
+        "report": render_text_report(R(document)),
+        "summary": render_summary_table(_runs([document])) + render_verbose_details(_runs([document])),
     }
     for name, text in outputs.items():
         for secret in PLANTED_VALUES:
@@ -374,7 +406,7 @@ def test_a_rerender_says_when_its_verdict_differs_from_the_recorded_one(recorded
     document = _document()
     document["verdict"] = {"status": now, "reasons": [] if now == "passed" else ["why"]}
     document["rerendered"] = {"scoringCode": "x", "verdictWhenRecorded": {"status": recorded, "reasons": []}}
-    text = render_text_report(document)
+    text = render_text_report(R(document))
     if shown is None:
         assert "Re-render:" not in text
     else:
@@ -395,6 +427,24 @@ def test_an_incomplete_runs_cause_is_in_its_verdict_line_and_table_row(cause, li
 
     audit = _audit("incomplete", ["timed out"])
     document = _document(dataclasses.replace(audit, verdict=Verdict("incomplete", ("timed out",), cause)))
-    assert verdict_line(document) == line
-    assert verdict_word(document) == word
-    assert f" {word} " in render_summary_table([document], width=100).splitlines()[2] + " "
+    assert verdict_line(R(document)) == line
+    assert verdict_word(R(document)) == word
+    assert f" {word} " in render_summary_table(_runs([document]), width=100).splitlines()[2] + " "
+
+
+def test_the_default_failure_report_is_short_and_says_where_the_rest_is():
+    from pytest_agentbench.report.text import FULL_REPORT_HINT, render_failure_report
+
+    document = _document(_audit("failed", ["answer check failed"], seen="EXPECTED_COUNT: 4"), cleanup={"actions": [], "failed": [], "left": ["x"]})
+    assert render_failure_report(R(document)).splitlines() == [
+        "bug-repro: FAILED",
+        "  - answer check failed",
+        "Failed checks:",
+        "  FAIL answer: expected 'EXPECTED_COUNT: 3'",
+        "       seen: EXPECTED_COUNT: 4",
+        "Cleanup left: x",
+        "Run directory: /runs/bug-repro/20261130T030000Z-1a2b3c4d",
+        FULL_REPORT_HINT,
+    ]
+    # The checks that held, the metrics and the sequence are in the full report only.
+    assert "ok   device-use" in render_text_report(R(document)) and "device-use" not in render_failure_report(R(document))

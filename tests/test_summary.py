@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -133,10 +134,10 @@ def test_no_line_of_the_section_is_wider_than_the_terminal(real):
     _, session = real
     too_wide = [line for line in session.section if len(line) > COLUMNS]
     assert not too_wide, "\n".join(too_wide)
-    # The long name is shortened in the middle, keeping both ends.
-    shortened = [line.split()[0] for line in session.section if line.startswith("settings") and "…" in line.split()[0]]
-    # Once in the per-run table and once in the statistics table, each to fit its own columns.
-    assert len(shortened) == 2 and all(name.endswith("-app") for name in shortened), shortened
+    # The long name is never cut: too long for its column, it has a line of its own, once in the
+    # per-run table and once in the statistics table (-v prints both).
+    assert session.section.count(LONG_NAME) == 2, "\n".join(session.section)
+    assert not any("…" in line for line in session.section)
 
 
 VERBOSITY = [
@@ -161,9 +162,15 @@ def test_verbose_adds_metric_rows_sequence_diff_and_run_dir(real, tmp_path, args
         return
     # Compared without whitespace, so a path or node id wrapped over two lines is found whole.
     text = "".join("".join(section).split())
+    verbose = "-v" in args or "-vv" in args
+    # Passes are silent at the default verbosity: counted, not listed (pytest's convention).
+    assert "3runsof3suites(oneruneach):3passed,0failed,0incomplete" in text
     for result in original.document["runs"]:
-        assert f"PASSED{result['nodeid']}" in text
-    assert any(line.startswith("suite ") and line.split()[-1] == "flags" for line in section)
+        assert (f"PASSED{result['nodeid']}" in text) == verbose
+    assert any(line.startswith("run ") and line.split()[-1] == "flags" for line in section) == verbose
+    assert ("3passingrunsnotlisted" in text) == (not verbose)
+    # One run per suite: no interval unless -v asks for the statistics.
+    assert ("95%CI" in text) == verbose
     expanded = [
         "Baseline: recorded 2026-11-01T00:00:00Z; deltas below compare different conditions:",
         "  ! app build differs: ",
@@ -176,3 +183,81 @@ def test_verbose_adds_metric_rows_sequence_diff_and_run_dir(real, tmp_path, args
     ]
     assert ["".join(fragment.split()) in text for fragment in expanded] == [details] * len(expanded)
     assert [line for line in section if len(line) > COLUMNS] == []
+
+
+def test_ra_lists_the_passing_runs_rows(real):
+    root, original = real
+    run_dirs = [result["runDirectory"] for result in original.document["runs"]]
+    rerun = run_session(root, *[arg for run_dir in run_dirs for arg in ("--agentbench-from-result", run_dir)], "-rA", port=0)
+    assert rerun.ret == 0, rerun.stdout
+    rows = [line.split()[0] for line in rerun.section if line.split()[1:2] == ["pass"] or line == LONG_NAME]
+    assert sorted(rows) == sorted(["bug-repro", "ux-flow", LONG_NAME])
+    assert not any("passing runs not listed" in line for line in rerun.section)
+
+
+# ----------------------------------------------------------------------------- the README's main job
+
+#: The README's main command, as written there (its output and JSON go to a temporary directory).
+MAIN_JOB = ["benchmark/", "--device", "sim", "--claude", "agentbench-replay"]
+MAIN_JOB_MAX_LINES = 40
+
+
+def main_job_env(port: int) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("ANDROID_", "ADB_", "PYTEST_"))}
+    env.update(PATH=f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}", ANDROID_ADB_SERVER_PORT=str(port), COLUMNS=str(COLUMNS))
+    return env
+
+
+def test_readme_lists_the_main_job_as_this_test_runs_it():
+    assert "pytest " + " ".join(MAIN_JOB) in (REPO / "README.md").read_text(encoding="utf-8")
+
+
+def test_the_main_job_prints_at_most_40_lines_and_no_progress_line_off_a_terminal(module_adb_server, tmp_path):
+    # In the repository itself, so pytest's header is the one a user sees (its ini file, its plugins).
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", *MAIN_JOB, "--agentbench-output", str(tmp_path / "out"), "-p", "no:cacheprovider"],
+        cwd=REPO, env=main_job_env(module_adb_server.port), capture_output=True, text=True,
+        timeout=SESSION_TIMEOUT_S, stdin=subprocess.DEVNULL,
+    )
+    lines = (done.stdout + done.stderr).splitlines()
+    assert done.returncode == 0, "\n".join(lines)
+    assert len(lines) <= MAIN_JOB_MAX_LINES, f"{len(lines)} lines:\n" + "\n".join(lines)
+    suites = len(list((REPO / "benchmark" / "agent" / "suites").glob("*.yml")))
+    assert f"{suites} runs of {suites} suites (one run each): {suites} passed, 0 failed, 0 incomplete" in lines
+    # The live session line is for a terminal only: a pipe (a CI log) never gets it.
+    assert not any("ETA" in line or " runs, " in line for line in lines)
+
+
+def test_a_terminal_gets_one_live_session_line(module_adb_server, tmp_path):
+    import pty
+
+    command = [sys.executable, "-m", "pytest", *MAIN_JOB, "-k", "bug_repro or ux_flow or wifi_on or photos_crop",
+               "--agentbench-output", str(tmp_path / "out"), "-p", "no:cacheprovider"]
+    env = main_job_env(module_adb_server.port)
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(command, cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=follower, stderr=follower,
+                               start_new_session=True)
+    os.close(follower)
+    chunks = []
+    try:
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the follower closed: the session ended
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        assert process.wait(timeout=SESSION_TIMEOUT_S) == 0
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, 9)
+            process.wait()
+        os.close(leader)
+    shown = b"".join(chunks).decode("utf-8", "replace")
+    assert "[0/4 runs, 0 failed, 0s]" in shown, shown
+    # After a run the line counts it and estimates the rest (in a shorter form where the line is full).
+    assert re.search(r"\[1/4( runs)?, 0 failed, ((\d+m)?\d+s, )?ETA (\d+m)?\d+s\]", shown), shown
+    assert re.search(r"\[4/4 runs, 0 failed, (\d+m)?\d+s\]", shown), shown  # no ETA once every run is done
+    # Erased before pytest writes anything else: no summary line carries it.
+    assert all("runs, " not in line for line in shown.replace("\b", "").splitlines() if "agentbench" in line or "passed" in line)

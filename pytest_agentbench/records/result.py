@@ -17,6 +17,7 @@ from typing import Any
 from pytest_agentbench.errors import SavedRunError
 from pytest_agentbench.records.audit import Stumble, Verdict, check_from_json, check_to_json
 from pytest_agentbench.records.comparison import BaselineComparison, Snippet
+from pytest_agentbench.records.parts import CleanupReport, Confinement, InstanceRef, RunMetrics, Times
 from pytest_agentbench.records.run import AuditInputs
 
 from pytest_agentbench.checks.base import Check
@@ -45,6 +46,14 @@ class Fingerprints:
     def get(self, key: str) -> Any:
         return self.values.get(key)
 
+    @property
+    def observed_model(self) -> Any:
+        return self.values.get("observedModel")
+
+    @property
+    def claude_code_version(self) -> Any:
+        return self.values.get("claudeCodeVersion")
+
     def comparable(self) -> dict[str, Any]:
         """The six compared fingerprints, as a baseline block records them."""
         return {key: _plain(self.values.get(key)) for key in FINGERPRINT_KEYS}
@@ -64,6 +73,11 @@ class Rerendered:
 
     scoring_code: str
     verdict_when_recorded: Mapping[str, Any] | None
+
+    @property
+    def recorded_status(self) -> str | None:
+        """The verdict status recorded live, if the note has one."""
+        return (self.verdict_when_recorded or {}).get("status")
 
     def to_json(self) -> dict[str, Any]:
         return {"scoringCode": self.scoring_code, "verdictWhenRecorded": _plain(self.verdict_when_recorded)}
@@ -147,21 +161,55 @@ class RunResult:
         return Path(self.run_directory).name
 
     @property
-    def instance_id(self) -> str | None:
-        """The seeded instance's id (`r3`, `r3-42-Bob`), None for a run recorded without one."""
-        value = (self.instance or {}).get("id")
-        return None if value is None else str(value)
-
-    @property
     def repeat_index(self) -> int | None:
         """Which repeat of its suite this run was (1 for r1), None when not recorded."""
-        value = (self.instance or {}).get("repeat")
+        ref = self.instance_ref
+        value = ref.repeat if ref is not None else None
         return value if isinstance(value, int) and not isinstance(value, bool) else None
 
     @property
+    def name(self) -> str:
+        """The node id as pytest names the run (`suite.yml::bug-repro[r3]`), else the suite name."""
+        return self.nodeid or self.suite or "?"
+
+    @property
+    def instance_ref(self) -> InstanceRef | None:
+        return InstanceRef.from_json(self.instance)
+
+    @property
     def instance_key(self) -> str | None:
-        """The instance id when the run had param values, else None (its repeats are not distinct instances)."""
-        return self.instance_id if (self.instance or {}).get("values") and self.instance_id else None
+        """The seeded instance id when the run had param values, else None (its repeats are not distinct instances)."""
+        ref = self.instance_ref
+        return ref.id if ref is not None and ref.seeded else None
+
+    @property
+    def instance_id(self) -> str | None:
+        """The instance id as the item names it (`r3`, `r3-42-Bob`), None for a run without one."""
+        ref = self.instance_ref
+        return ref.id or None if ref is not None else None
+
+    @property
+    def run_metrics(self) -> RunMetrics:
+        return RunMetrics.from_json(self.metrics)
+
+    @property
+    def times(self) -> Times:
+        return Times.from_json(self.timing)
+
+    @property
+    def cleanup_report(self) -> CleanupReport | None:
+        return CleanupReport.from_json(self.cleanup)
+
+    @property
+    def confinement(self) -> Confinement | None:
+        return Confinement.from_json(self.sandbox)
+
+    @property
+    def baseline_recorded_at(self) -> str | None:
+        """When the suite's baseline was recorded; None without a baseline."""
+        if not self.baseline:
+            return None
+        return str(self.baseline.get("recordedAt") or "unknown")
 
     def with_tail(self, tail: str | None) -> RunResult:
         return replace(self, transcript_tail=tail)
@@ -293,6 +341,11 @@ class SessionResult:
     comparison: Mapping[str, Any] | None = None
     timing: Mapping[str, Any] | None = None
 
+    @classmethod
+    def of(cls, runs: Sequence[RunResult], **fields: Any) -> SessionResult:
+        """A session of these runs, its `timing` summed from theirs (`session_timing`)."""
+        return cls(runs=tuple(runs), timing=session_timing(runs), **fields)
+
     def counts(self) -> dict[str, int]:
         counts = {"passed": 0, "failed": 0, "incomplete": 0}
         for run in self.runs:
@@ -332,3 +385,34 @@ class SessionResult:
             comparison=_plain(data.get("comparison")),
             timing=_plain(data.get("timing")),
         )
+
+
+_AGENT_PARTS = (("wallClockSeconds", "wall_clock_seconds"), ("startupSeconds", "startup_seconds"),
+                ("modelSeconds", "model_seconds"), ("toolSeconds", "tool_seconds"), ("afterResultSeconds", "after_result_seconds"))
+
+
+def session_timing(runs: Sequence[RunResult]) -> dict[str, Any]:
+    """Where the session's time went: the runs' time splits and harness times, summed.
+
+    Runs without a split (saved before the timing sidecar existed) are counted in
+    `runsWithoutSplit` and left out of the agent sums, not guessed.
+    """
+    agent = {key: 0.0 for key, _ in _AGENT_PARTS}
+    harness: dict[str, float] = {}
+    split = unsplit = 0
+    for run in runs:
+        times = run.times
+        if times.agent is not None:
+            split += 1
+            for key, attribute in _AGENT_PARTS:
+                agent[key] += getattr(times.agent, attribute) or 0.0
+        else:
+            unsplit += 1
+        for key, value in times.harness.items():
+            harness[key] = harness.get(key, 0.0) + value
+    return {
+        "runsWithSplit": split,
+        "runsWithoutSplit": unsplit,
+        "agent": {key: round(value, 3) for key, value in agent.items()},
+        "harness": {key: round(value, 3) for key, value in harness.items()},
+    }

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agentbench.baseline.compare import FLAG_ABBREVIATIONS, ComparabilityFlag, comparability_flags
+from pytest_agentbench.records.result import RunResult, SessionResult
 from pytest_agentbench.report.aggregate import Unrecorded, outcomes_by_suite
-from pytest_agentbench.report.document import FINGERPRINT_KEYS
 from pytest_agentbench.report.stats import (
     DEFAULT_LEVEL,
     FLOORED,
@@ -25,6 +25,8 @@ from pytest_agentbench.report.stats import (
     SessionComparison,
     comparison_lines,
     compare_sessions,
+    format_difference,
+    format_p,
     points,
 )
 from pytest_agentbench.report.summary import fit
@@ -32,8 +34,8 @@ from pytest_agentbench.report.summary import fit
 NAMES = ("baseline", "this run")
 
 
-def load_session_document(path: Path) -> dict[str, Any]:
-    """Read an earlier `--agentbench-json` document.
+def load_session_document(path: Path) -> SessionResult:
+    """Read an earlier `--agentbench-json` document (through `SessionResult.from_json`).
 
     Raises:
         ValueError: A sentence naming the file and what is wrong with it.
@@ -52,20 +54,19 @@ def load_session_document(path: Path) -> dict[str, Any]:
             f"--agentbench-compare {path}: expected a session document written by --agentbench-json "
             "(an object whose \"runs\" list holds result.json documents)"
         )
-    return data
+    return SessionResult.from_json(data)
 
 
-def _fingerprint_sets(results: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def _fingerprint_sets(results: Sequence[RunResult]) -> list[dict[str, Any]]:
     """The distinct fingerprint sets among runs, in first-seen order."""
     seen: dict[str, dict[str, Any]] = {}
     for result in results:
-        fingerprints = result.get("fingerprints") or {}
-        current = {key: fingerprints.get(key) for key in FINGERPRINT_KEYS}
+        current = result.fingerprints.comparable()
         seen.setdefault(json.dumps(current, sort_keys=True, default=str), current)
     return list(seen.values())
 
 
-def fingerprint_flags(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]]) -> tuple[ComparabilityFlag, ...]:
+def fingerprint_flags(a: Sequence[RunResult], b: Sequence[RunResult]) -> tuple[ComparabilityFlag, ...]:
     """Every way B's setups differ from A's (`baseline.compare.comparability_flags` over each pair of distinct setups)."""
     flags: dict[tuple[str, str], ComparabilityFlag] = {}
     for old in _fingerprint_sets(a):
@@ -94,8 +95,8 @@ class ABReport:
 
 
 def compare_with(
-    baseline: Mapping[str, Any],
-    results: Sequence[Mapping[str, Any]],
+    baseline: SessionResult,
+    results: Sequence[RunResult],
     unrecorded: Sequence[Unrecorded] = (),
     *,
     path: Path,
@@ -105,7 +106,7 @@ def compare_with(
 
     Args:
         baseline: The earlier session document (`load_session_document`).
-        results: This session's result documents.
+        results: This session's runs.
         unrecorded: This session's runs without a result (incomplete).
         path: Where the earlier document came from, for the text.
         level: Confidence level.
@@ -113,13 +114,13 @@ def compare_with(
     Returns:
         The ABReport; runs pair up by instance id only where both sides ran the same seeded instances.
     """
-    runs_a = list(baseline.get("runs") or [])
-    unrecorded_a = [Unrecorded.from_json(entry) for entry in baseline.get("unrecorded") or [] if isinstance(entry, Mapping)]
+    runs_a = list(baseline.runs)
+    unrecorded_a = [Unrecorded.from_json(entry) for entry in baseline.unrecorded]
     comparison = compare_sessions(
         outcomes_by_suite(runs_a, unrecorded_a), outcomes_by_suite(results, unrecorded), level=level, names=NAMES
     )
     flags = {
-        suite.suite: fingerprint_flags([r for r in runs_a if r.get("suite") == suite.suite], [r for r in results if r.get("suite") == suite.suite])
+        suite.suite: fingerprint_flags([r for r in runs_a if r.suite == suite.suite], [r for r in results if r.suite == suite.suite])
         for suite in comparison.suites
         if suite.suite is not None
     }
@@ -132,14 +133,39 @@ def _block(comparison: Comparison, flags: Sequence[ComparabilityFlag], width: in
     return [fit(line, width) for line in lines]
 
 
-def render_comparison(report: ABReport, *, width: int = 80) -> str:
-    """The comparison section: each suite both sides ran, then the pooled overall comparison and the mean difference."""
+def _compact(comparison: Comparison, flags: Sequence[ComparabilityFlag], width: int) -> list[str]:
+    """One suite's comparison in two lines (the default verbosity): both counts, the difference, the test, the verdict."""
+    def side(passed: int, judged: int, incomplete: int) -> str:
+        return f"{passed}/{judged}" + (f" ({incomplete} incomplete)" if incomplete else "")
+
+    design = "paired" if comparison.pairs is not None else "unpaired"
+    test = "McNemar" if comparison.test == "mcnemar-exact" else "Fisher"
+    head = (f"{comparison.suite}: {side(comparison.passed_a, comparison.judged_a, comparison.incomplete_a)} -> "
+            f"{side(comparison.passed_b, comparison.judged_b, comparison.incomplete_b)}, {format_difference(comparison)}, "
+            f"{test} {format_p(comparison.p_value)} ({design})")
+    # The verdict's first clause; -v adds what it says about the detectable difference.
+    lines = [head, f"  {comparison.verdict.split('; ', 1)[0]}"]
+    if flags:
+        lines.append(f"  setups differ: {', '.join(FLAG_ABBREVIATIONS.get(flag.kind, flag.kind) for flag in flags)}")
+    return [fit(line, width) for line in lines]
+
+
+def render_comparison(report: ABReport, *, width: int = 80, verbose: bool = True) -> str:
+    """The comparison section: each suite both sides ran, then the pooled overall comparison and the mean difference.
+
+    With `verbose` off (the default verbosity) each suite takes two lines (three when the
+    setups differ); `-v` gives every suite both rates with intervals, the metric deltas and
+    each flag's message.
+    """
     comparison = report.comparison
     lines = [fit(f"baseline = {report.path}; this run = this session", width)]
     for suite in comparison.suites:
-        lines.append("")
-        lines.append(str(suite.suite))
-        lines += _block(suite, report.flags.get(str(suite.suite), ()), width)
+        if verbose:
+            lines.append("")
+            lines.append(str(suite.suite))
+            lines += _block(suite, report.flags.get(str(suite.suite), ()), width)
+        else:
+            lines += _compact(suite, report.flags.get(str(suite.suite), ()), width)
     lines.append("")
     lines.append(f"overall (runs of the {len(comparison.suites)} suite(s) both sides ran, pooled)")
     lines += _block(comparison.overall, (), width)

@@ -1,4 +1,4 @@
-"""A session's result.json documents (and the runs that left none) -> per-suite statistics: the summary section, JSON and JUnit properties.
+"""A session's RunResults (and the runs that left none) -> per-suite statistics: the summary section, JSON and JUnit properties.
 
 The numbers come from `report.stats` (pure); this module only groups runs by suite and lays
 the numbers out. A run that ended without a result document (a setup error, an infrastructure
@@ -13,9 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tabulate import tabulate
-
-from pytest_agentbench.report.document import verdict_status
+from pytest_agentbench.records.result import RunResult
 from pytest_agentbench.report.stats import (
     DEFAULT_LEVEL,
     METRIC_LABELS,
@@ -32,7 +30,7 @@ from pytest_agentbench.report.stats import (
     suite_stats,
 )
 from pytest_agentbench.report.stats.repeats import metrics_from_result
-from pytest_agentbench.report.summary import abbreviate, fit
+from pytest_agentbench.report.summary import fit, table
 
 STATISTICS_LEGEND = (
     "passed = passes/judged runs (judged = passed + failed + incomplete by the agent's doing: timeout, "
@@ -40,7 +38,7 @@ STATISTICS_LEGEND = (
     "counted as not passed; the harness's (device lost, server not connected, endpoint failing, no result "
     "document) are in neither number; CI: Wilson {level} interval of the rate; pass@k: chance at least one of "
     "k runs passes, pass^k: that all k pass (unbiased, over judged runs; k = {k}, the most runs a suite had "
-    "up to 3; n/a: fewer than k judged); metrics: median (IQR Q1–Q3) over passed and failed runs"
+    "up to 3; n/a: fewer than k judged); metrics: median (Q1–Q3, the interquartile range) over passed and failed runs"
 )
 #: An unrecorded run's reason is shown up to this many characters (pytest prints it whole above).
 _REASON_CHARS = 160
@@ -65,40 +63,34 @@ class Unrecorded:
         return cls(str(data.get("nodeid") or "?"), str(data.get("suite") or "?"), data.get("instance"), str(data.get("reason") or ""))
 
 
-def instance_key(result: Mapping[str, Any]) -> str | None:
-    """A result's seeded instance id when the run had param values, else None (its repeats are not distinct instances)."""
-    instance = result.get("instance") or {}
-    return str(instance["id"]) if instance.get("values") and instance.get("id") else None
-
-
-def incomplete_cause(result: Mapping[str, Any]) -> str | None:
-    """An incomplete result's recorded cause, ``"agent"`` or ``"harness"``; None when not incomplete or not recorded (older documents)."""
-    if verdict_status(result) not in ("passed", "failed"):
-        cause = (result.get("verdict") or {}).get("incompleteCause")
-        return cause if cause in ("agent", "harness") else None
-    return None
-
-
-def outcome_of(result: Mapping[str, Any]) -> RunOutcome:
-    """A result document -> the RunOutcome the statistics count (verdict, its cause, summarised metrics, instance id).
+def outcome_of(result: RunResult | Mapping[str, Any]) -> RunOutcome:
+    """A run -> the RunOutcome the statistics count (verdict, its cause, summarised metrics, instance id).
 
     An incomplete run without a recorded cause (a document written before causes were) counts
-    as the harness's, as all incomplete runs did then.
+    as the harness's, as all incomplete runs did then. A result.json mapping (what report/html
+    passes until it reads RunResult) is read through `RunResult.from_json`.
     """
-    status = verdict_status(result)
+    run = result if isinstance(result, RunResult) else RunResult.from_json(result)
+    status = run.status
     return RunOutcome(
         status if status in ("passed", "failed") else "incomplete",  # type: ignore[arg-type]
-        metrics_from_result(result.get("metrics") or {}),
-        instance_key(result),
-        incomplete_cause(result),  # type: ignore[arg-type]
+        metrics_from_result(run.metrics),
+        run.instance_key,
+        run.verdict.cause,
     )
 
 
-def outcomes_by_suite(results: Iterable[Mapping[str, Any]], unrecorded: Iterable[Unrecorded] = ()) -> dict[str, list[RunOutcome]]:
-    """Suite name -> its runs' outcomes, suites in the order their first run appears; unrecorded runs are incomplete."""
+def outcomes_by_suite(
+    results: Iterable[RunResult | Mapping[str, Any]], unrecorded: Iterable[Unrecorded] = ()
+) -> dict[str, list[RunOutcome]]:
+    """Suite name -> its runs' outcomes, suites in the order their first run appears; unrecorded runs are incomplete.
+
+    Mappings (result.json documents, as report/html passes them) are read through `RunResult.from_json`.
+    """
     grouped: dict[str, list[RunOutcome]] = {}
     for result in results:
-        grouped.setdefault(str(result.get("suite") or "?"), []).append(outcome_of(result))
+        run = result if isinstance(result, RunResult) else RunResult.from_json(result)
+        grouped.setdefault(run.suite or "?", []).append(outcome_of(run))
     for run in unrecorded:
         # No result document: the harness never got the run to a verdict (setup error, crash).
         grouped.setdefault(run.suite, []).append(RunOutcome("incomplete", {}, run.instance, "harness"))
@@ -119,12 +111,12 @@ class SessionStatistics:
 
 
 def session_statistics(
-    results: Sequence[Mapping[str, Any]], unrecorded: Sequence[Unrecorded] = (), *, level: float = DEFAULT_LEVEL
+    results: Sequence[RunResult | Mapping[str, Any]], unrecorded: Sequence[Unrecorded] = (), *, level: float = DEFAULT_LEVEL
 ) -> SessionStatistics:
     """Group the runs by suite and compute each suite's statistics and the session line.
 
     Args:
-        results: Result documents, in run order.
+        results: The runs, in run order.
         unrecorded: Runs without a result document.
         level: Confidence level of every interval.
 
@@ -157,12 +149,26 @@ def _interval(interval: Interval | None) -> str:
     return f"{percent(interval.low).rstrip('%')}–{percent(interval.high)}"
 
 
-def render_statistics(statistics: SessionStatistics, *, width: int = 80) -> str:
-    """The statistics section: the per-suite table, each suite's metrics, runs without a result, the session line.
+def _metrics_cell(stats: SuiteStats) -> str:
+    """``tool calls 6 (5–7), turns 7, ...``: each metric's median and quartiles, the quartiles left out where they equal it."""
+    parts = []
+    for name in METRICS:
+        summary = stats.metrics.get(name)
+        shown = format_metric(name, summary).replace("(IQR ", "(")
+        if summary is not None and summary.q1 == summary.median == summary.q3:
+            shown = shown.split(" (", 1)[0]
+        parts.append(f"{METRIC_LABELS[name]} {shown}")
+    return ", ".join(parts)
+
+
+def render_statistics(statistics: SessionStatistics, *, width: int = 80, verbose: bool = False) -> str:
+    """The statistics section: the per-suite table, a table of each suite's metrics, the session line.
 
     Args:
         statistics: From `session_statistics`.
-        width: Terminal width; suite names are shortened in the middle to keep the table inside it.
+        width: Terminal width; a suite name too long for its column takes a line of its own (never cut).
+        verbose: Also list the runs that ended without a result and print the legend (`-v`);
+            at the default verbosity those runs are in the failures grouped by reason.
 
     Returns:
         Lines no wider than `width`.
@@ -180,27 +186,19 @@ def render_statistics(statistics: SessionStatistics, *, width: int = 80) -> str:
         if k > 1:
             row += [_estimate(stats.pass_at.get(k)), _estimate(stats.pass_hat.get(k))]
         rows.append(row)
-    widths = [max([len(headers[c])] + [len(r[c]) for r in rows]) for c in range(len(headers))]
-    suite_width = max(8, width - sum(widths[1:]) - 2 * (len(headers) - 1))
-    for row in rows:
-        row[0] = abbreviate(row[0], suite_width)
-    widths[0] = max([len(headers[0])] + [len(row[0]) for row in rows])
-    # tabulate's "plain" plus our own rule: "simple" pads every column by two more characters.
-    body = tabulate([headers] + rows, tablefmt="plain", disable_numparse=True,
-                    colalign=("left",) + ("right",) * (len(headers) - 1)).splitlines()
-    rule = "  ".join("-" * w for w in widths)
-    lines = [line.rstrip() for line in [body[0], rule, *body[1:]]]
+    lines = table(headers, rows, width=width)
     lines.append("")
+    lines.append("metrics, median (Q1–Q3):")
     for stats in statistics.suites:
-        metrics = ", ".join(f"{METRIC_LABELS[name]} {format_metric(name, stats.metrics.get(name))}" for name in METRICS)
-        lines.append(fit(f"{stats.suite}: {metrics}", width))
-    if statistics.unrecorded:
+        lines.append(fit(f"  {stats.suite}: {_metrics_cell(stats)}", width))
+    if statistics.unrecorded and verbose:
         lines.append("")
         lines.append(f"{len(statistics.unrecorded)} run(s) ended without a result and count as incomplete:")
         lines += [fit(f"  {run.nodeid} - {_cut(run.reason)}", width) for run in statistics.unrecorded]
     lines.append("")
     lines.append(fit(format_session(statistics.session), width))
-    lines += textwrap.wrap(STATISTICS_LEGEND.format(level=level, k=k), width)
+    if verbose:
+        lines += textwrap.wrap(STATISTICS_LEGEND.format(level=level, k=k), width)
     return "\n".join(lines)
 
 

@@ -1,44 +1,41 @@
-"""A session's result.json documents -> the terminal summary: verdict lines, the metrics table, the `-v` details."""
+"""A session's RunResults -> the terminal summary's parts: verdict lines, the per-run table, failures by first reason, the `-v` details."""
 
 from __future__ import annotations
 
 import math
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from tabulate import tabulate
-
-from pytest_agentbench.baseline.compare import FLAG_ABBREVIATIONS, format_number
-from pytest_agentbench.report.document import verdict_status
+from pytest_agentbench.baseline.compare import FLAG_ABBREVIATIONS
+from pytest_agentbench.records.comparison import format_number
+from pytest_agentbench.records.parts import RunMetrics
+from pytest_agentbench.records.result import RunResult
 from pytest_agentbench.report.text import render_metric_details
 
 
 _VERDICT_WORDS = {"passed": "pass", "failed": "FAIL", "incomplete": "INCOMP"}
 _FLAGS_WIDTH = 9
-_MIN_SUITE_WIDTH = 8
 SUMMARY_LEGEND = (
     "INCOMP = incomplete (INCOMP* the agent's doing: counted as not passed in the rates); tokens = input + output + cache; Δcalls = tool calls vs baseline; "
     "flags: app build, suite, dev(ice), cli version, srv (server build), model differ from the baseline"
 )
 
 
-def verdict_line(result: Mapping[str, Any]) -> str:
+def verdict_line(result: RunResult) -> str:
     """`PASSED nodeid`, or `FAILED nodeid - first reason` (the short-summary form pytest uses)."""
-    verdict = result.get("verdict") or {}
-    name = result.get("nodeid") or result.get("suite") or "?"
-    reasons = verdict.get("reasons") or []
-    line = f"{verdict_status(result).upper()} {name}"
-    if verdict.get("incompleteCause") in ("agent", "harness") and verdict_status(result) == "incomplete":
-        line += f" ({verdict['incompleteCause']}'s doing)"
-    return f"{line} - {reasons[0]}" if reasons else line
+    verdict = result.verdict
+    line = f"{verdict.status.upper()} {result.name}"
+    if verdict.cause is not None:
+        line += f" ({verdict.cause}'s doing)"
+    return f"{line} - {verdict.reasons[0]}" if verdict.reasons else line
 
 
-def verdict_word(result: Mapping[str, Any]) -> str:
+def verdict_word(result: RunResult) -> str:
     """``pass``, ``FAIL``, ``INCOMP``, or ``INCOMP*`` for an incomplete run the agent caused (it counts as not passed)."""
-    status = verdict_status(result)
+    status = result.status
     word = _VERDICT_WORDS.get(status, status)
-    if status == "incomplete" and (result.get("verdict") or {}).get("incompleteCause") == "agent":
+    if result.verdict.cause == "agent":
         word += "*"
     return word
 
@@ -55,11 +52,10 @@ def _wall(seconds: Any) -> str:
     return f"{hours}h{minutes:02d}m"
 
 
-def _tokens(metrics: Mapping[str, Any]) -> str:
-    keys = ("inputTokens", "outputTokens", "cacheCreationInputTokens", "cacheReadInputTokens")
-    if all(metrics.get(key) is None for key in keys) and any(key in metrics for key in keys):
+def _tokens(metrics: RunMetrics) -> str:
+    if metrics.tokens is None:
         return "?"  # the agent's server sent no token counts for some call
-    total = sum(int(metrics.get(key) or 0) for key in keys)
+    total = metrics.tokens
     if total < 1000:
         return str(total)
     if total < 1_000_000:
@@ -73,77 +69,139 @@ def _cost(value: Any) -> str:
     return f"${value:.2f}" if value >= 10 else f"${value:.3f}"
 
 
-def _delta_calls(result: Mapping[str, Any]) -> str:
-    if not result.get("baseline"):
+def _delta_calls(result: RunResult) -> str:
+    if not result.baseline:
         return "-"
-    for row in (result.get("comparison") or {}).get("metricRows") or []:
-        if row.get("metric") == "toolCalls" and row.get("delta") is not None:
-            return "0" if row["delta"] == 0 else format_number(row["delta"], signed=True)
+    for row in result.comparison.metric_rows:
+        if row.name == "toolCalls" and row.delta is not None:
+            return "0" if row.delta == 0 else format_number(row.delta, signed=True)
     return "-"
 
 
-def _flags(result: Mapping[str, Any]) -> str:
-    kinds = [flag.get("kind") for flag in (result.get("comparison") or {}).get("flags") or []]
-    return " ".join(FLAG_ABBREVIATIONS.get(kind, str(kind)) for kind in kinds)
+def _flags(result: RunResult) -> str:
+    return " ".join(FLAG_ABBREVIATIONS.get(flag.kind, str(flag.kind)) for flag in result.comparison.flags)
 
 
-def abbreviate(name: str, width: int) -> str:
-    """Shorten a suite name in the middle (`very-long-…-name`), keeping both ends recognisable."""
-    if len(name) <= width:
-        return name
-    keep = width - 1
-    tail = keep // 2
-    head = keep - tail
-    return name[:head] + "…" + (name[-tail:] if tail else "")
+def run_label(result: RunResult) -> str:
+    """The run as pytest names its item: `bug-repro`, `bug-repro[r3]`, `contacts-add[r3-42-Bob]` (suite, instance and repeat id)."""
+    if result.nodeid:
+        return result.nodeid.rsplit("::", 1)[-1]
+    return f"{result.suite}[{result.instance_id}]" if result.instance_id else (result.suite or "?")
 
 
-def render_summary_table(results: Sequence[Mapping[str, Any]], *, width: int = 80) -> str:
-    """The session's summary table: one row per run, readable at `width` columns.
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, width: int = 80, align: str = "") -> list[str]:
+    """A plain table whose first column (a suite or run name) is never cut.
 
-    Args:
-        results: result.json documents, in run order.
-        width: Terminal width; long suite names are shortened in the middle and flags wrap,
-            so the table never grows wider than this for any number of suites.
+    A name wider than the room the other columns leave it takes a line of its own, and its
+    cells follow on the next line under the other columns; every other row stays one line.
+    Cells may hold several lines (wrapped flags); `align` gives `l` or `r` per column after the first
+    (default: right).
 
     Returns:
-        The table (tabulate `simple`) followed by a one-line legend.
+        The header, a rule, and the rows, each line stripped on the right.
     """
-    headers = ["suite", "verdict", "wall", "calls", "turns", "tokens", "cost", "Δcalls", "flags"]
-    rows = []
+    columns = len(headers)
+    aligns = "l" + (align or "r" * (columns - 1))
+    cells = [[str(cell).splitlines() or [""] for cell in row] for row in rows]
+    widths = [max([len(headers[c])] + [len(line) for row in cells for line in row[c]]) for c in range(1, columns)]
+    room = max(len(headers[0]), width - sum(widths) - 2 * (columns - 1))
+    name_width = max([len(headers[0])] + [len(row[0][0]) for row in cells if len(row[0][0]) <= room])
+    widths = [name_width, *widths]
+
+    def line(parts: Sequence[str]) -> str:
+        return "  ".join(part.ljust(w) if a == "l" else part.rjust(w) for part, w, a in zip(parts, widths, aligns)).rstrip()
+
+    out = [line(headers), "  ".join("-" * w for w in widths)]
+    for row in cells:
+        name = row[0][0]
+        if len(name) > name_width:
+            out.append(name)
+            name = ""
+        for index in range(max(len(cell) for cell in row[1:]) if columns > 1 else 1):
+            parts = [name if index == 0 else ""] + [cell[index] if index < len(cell) else "" for cell in row[1:]]
+            out.append(line(parts))
+    return out
+
+
+def _summary_row(result: RunResult) -> list[str]:
+    metrics = result.run_metrics
+    flags = _flags(result)
+    return [
+        run_label(result),
+        verdict_word(result),
+        _wall(metrics.wall_clock_seconds),
+        "-" if metrics.tool_calls is None else str(metrics.tool_calls),
+        "-" if metrics.turns is None else str(metrics.turns),
+        _tokens(metrics),
+        _cost(metrics.cost_usd),
+        _delta_calls(result),
+        "\n".join(textwrap.wrap(flags, _FLAGS_WIDTH)) if flags else "",
+    ]
+
+
+def render_summary_table(results: Sequence[RunResult], *, width: int = 80, legend: bool = True) -> str:
+    """The per-run table: one row per run (named with its instance and repeat id), readable at `width` columns.
+
+    Args:
+        results: The runs, in run order.
+        width: Terminal width; a name too long for its column takes a line of its own (never
+            cut) and flags wrap, so the table never grows wider than this.
+        legend: Follow the table with its legend.
+
+    Returns:
+        The table, then (with `legend`) the legend wrapped to the width.
+    """
+    headers = ["run", "verdict", "wall", "calls", "turns", "tokens", "cost", "Δcalls", "flags"]
+    lines = table(headers, [_summary_row(result) for result in results], width=width, align="lrrrrrrl")
+    if legend:
+        lines += textwrap.wrap(SUMMARY_LEGEND, width)
+    return "\n".join(lines)
+
+
+def failure_groups(results: Sequence[RunResult], unrecorded: Sequence[tuple[str, str]] = ()) -> list[tuple[str, list[str]]]:
+    """The runs that did not pass, grouped by first reason: (reason, their run labels), most frequent first.
+
+    Args:
+        results: The runs.
+        unrecorded: (run label, reason) of runs that ended without a result.
+    """
+    groups: dict[str, list[str]] = {}
     for result in results:
-        metrics = result.get("metrics") or {}
-        rows.append(
-            [
-                str(result.get("suite") or "?"),
-                verdict_word(result),
-                _wall(metrics.get("wallClockSeconds")),
-                str(metrics.get("toolCalls", "-")),
-                str(metrics.get("turns", "-")),
-                _tokens(metrics),
-                _cost(metrics.get("costUsd")),
-                _delta_calls(result),
-                _flags(result),
-            ]
-        )
-    for row in rows:
-        row[8] = "\n".join(textwrap.wrap(row[8], _FLAGS_WIDTH)) if row[8] else ""
-    # Widths are computed here rather than by tabulate because tabulate pads every header by two
-    # extra columns, which costs a 9-column table 18 characters of an 80-column terminal.
-    widths = [max([len(headers[column])] + [len(line) for row in rows for line in row[column].splitlines() or [""]]) for column in range(9)]
-    separators = 2 * (len(headers) - 1)
-    suite_width = max(_MIN_SUITE_WIDTH, width - sum(widths[1:]) - separators)
-    for row in rows:
-        row[0] = abbreviate(row[0], suite_width)
-    widths[0] = max([len(headers[0])] + [len(row[0]) for row in rows])
-    body = tabulate(
-        [headers] + rows,
-        tablefmt="plain",
-        disable_numparse=True,
-        colalign=("left", "left", "right", "right", "right", "right", "right", "right", "left"),
-    ).splitlines()
-    rule = "  ".join("-" * column_width for column_width in widths)
-    table = "\n".join(line.rstrip() for line in [body[0], rule, *body[1:]])
-    return table + "\n" + "\n".join(textwrap.wrap(SUMMARY_LEGEND, width))
+        if result.status != "passed":
+            reason = result.verdict.reasons[0] if result.verdict.reasons else "no reason recorded"
+            groups.setdefault(f"{result.status}: {reason}", []).append(run_label(result))
+    for label, reason in unrecorded:
+        groups.setdefault(f"no result: {reason}", []).append(label)
+    return sorted(groups.items(), key=lambda group: -len(group[1]))
+
+
+#: At most this many run names follow a reason; more are counted by suite instead.
+_NAMES_PER_REASON = 4
+
+
+def render_failure_groups(groups: Sequence[tuple[str, Sequence[str]]], *, width: int = 80) -> str:
+    """`48 runs: failed: no final answer (bug-repro 24, ux-flow 24)`: one entry per first reason, wrapped to width."""
+    lines = []
+    for reason, labels in groups:
+        if len(labels) <= _NAMES_PER_REASON:
+            which = ", ".join(labels)
+        else:
+            suites: dict[str, int] = {}
+            for label in labels:
+                suite = label.split("[", 1)[0]
+                suites[suite] = suites.get(suite, 0) + 1
+            which = ", ".join(f"{suite} {count}" for suite, count in suites.items())
+        runs = f"{len(labels)} run{'s' if len(labels) != 1 else ''}"
+        lines.append(fit(f"  {runs}: {_cut_reason(reason)} ({which})", width))
+    return "\n".join(lines)
+
+
+_REASON_CHARS = 160
+
+
+def _cut_reason(reason: str) -> str:
+    flat = " ".join(reason.split())
+    return flat if len(flat) <= _REASON_CHARS else flat[: _REASON_CHARS - 1] + "…"
 
 
 def fit(text: str, width: int = 80) -> str:
@@ -175,7 +233,7 @@ def fit(text: str, width: int = 80) -> str:
     return "\n".join(out)
 
 
-def render_verbose_details(results: Sequence[Mapping[str, Any]], *, width: int = 80) -> str:
+def render_verbose_details(results: Sequence[RunResult], *, width: int = 80) -> str:
     """The `-v` expansion: for each run a header line, then its metric rows, sequence diff and run directory.
 
     Every line fits in width: a node id too long for the rule line is shown below it, and
@@ -183,11 +241,11 @@ def render_verbose_details(results: Sequence[Mapping[str, Any]], *, width: int =
     """
     blocks = []
     for result in results:
-        nodeid = result.get("nodeid") or result.get("suite")
-        title = f" {nodeid}: {verdict_status(result)} "
+        nodeid = result.name
+        title = f" {nodeid}: {result.status} "
         below = ""
         if len(title) > width - 4:
-            title = f" {abbreviate(str(result.get('suite') or '?'), max(_MIN_SUITE_WIDTH, width - 20))}: {verdict_status(result)} "
+            title = f" {result.status} "
             below = f"{nodeid}\n"
         rule = "-" * max(2, (width - len(title)) // 2)
         blocks.append(fit(f"{rule}{title}{rule}".rstrip() + "\n" + below + render_metric_details(result), width))

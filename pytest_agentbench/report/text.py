@@ -1,15 +1,17 @@
-"""A result.json document -> the run's text report (verdict, checks, stumbles, comparison, metrics, time, sequence, snippet)."""
+"""A RunResult -> the run's text report (verdict, checks, stumbles, comparison, metrics, time, sequence, snippet)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tabulate import tabulate
 
-from pytest_agentbench.baseline.compare import format_delta, format_number
-from pytest_agentbench.report.document import verdict_status
+from pytest_agentbench.checks.base import Check
+from pytest_agentbench.records.comparison import format_number
+from pytest_agentbench.records.parts import CleanupReport
+from pytest_agentbench.records.result import RunResult
 
 if TYPE_CHECKING:
     from pytest_agentbench.audit.transcript import Transcript
@@ -22,66 +24,68 @@ def _cut(text: Any, limit: int = _SEEN_CHARS) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def _checks_section(result: Mapping[str, Any]) -> list[str]:
-    checks = result.get("checks") or []
-    if not checks:
+def _checks_section(result: RunResult) -> list[str]:
+    if not result.checks:
         return ["Checks: none"]
-    lines = ["Checks:"]
+    return ["Checks:", *_check_lines(result.checks)]
+
+
+def _check_lines(checks: Sequence[Check]) -> list[str]:
+    lines = []
     for check in checks:
-        mark = "ok  " if check.get("passed") else "FAIL"
-        kind, name = check.get("kind", "?"), check.get("name")
+        mark = "ok  " if check.passed else "FAIL"
+        kind, name = check.kind or "?", check.name
         # Device checks are named in the suite; the name is what a prove fail scenario refers to.
         label = f"{kind} {name}" if name and name not in (kind, "answer", "screen", "noShell") else kind
-        lines.append(f"  {mark} {label}: expected {_cut(check.get('expected', ''))!r}")
-        lines.append(f"       seen: {_cut(check.get('seen', ''))}")
+        lines.append(f"  {mark} {label}: expected {_cut(check.expected)!r}")
+        lines.append(f"       seen: {_cut(check.seen)}")
     return lines
 
 
-def cleanup_section(cleanup: Mapping[str, Any] | None) -> list[str]:
-    """What cleanup undid, what failed, and `cleanup left: ...` for what is still not as before the run."""
-    if not cleanup:
+def cleanup_section(cleanup: CleanupReport | Mapping[str, Any] | None) -> list[str]:
+    """What cleanup undid, what failed, and `cleanup left: ...` for what is still not as before the run.
+
+    A mapping (prove's cleanup block) is read through `CleanupReport.from_json`.
+    """
+    report = CleanupReport.from_json(cleanup) if isinstance(cleanup, Mapping) else cleanup
+    if report is None:
         return []
-    actions = cleanup.get("actions") or []
-    left = cleanup.get("left") or []
-    failed = cleanup.get("failed") or []
+    actions, left, failed = report.actions, report.left, report.failed
     lines = [f"Cleanup: {len(actions)} action{'s' if len(actions) != 1 else ''}"
              + (", the phone reads as before the run" if not left and not failed else "")]
-    lines += [f"  {'ok  ' if action.get('status') == 0 else 'FAIL'} {action.get('action')}" for action in actions]
+    lines += [f"  {'ok  ' if action.status == 0 else 'FAIL'} {action.action}" for action in actions]
     lines += [f"  failed: {_cut(item)}" for item in failed]
     lines += [f"  cleanup left: {_cut(item)}" for item in left]
     return lines
 
 
-def _stumbles_section(result: Mapping[str, Any]) -> list[str]:
-    stumbles = result.get("stumbles") or []
-    if not stumbles:
+def _stumbles_section(result: RunResult) -> list[str]:
+    if not result.stumbles:
         return ["Stumbles: none"]
-    lines = [f"Stumbles ({len(stumbles)}, reported, not scored):"]
-    lines += [f"  {stumble.get('kind', '?')} {stumble.get('tool', '?')}: {_cut(stumble.get('detail', ''))}" for stumble in stumbles]
+    lines = [f"Stumbles ({len(result.stumbles)}, reported, not scored):"]
+    lines += [f"  {stumble.kind or '?'} {stumble.tool or '?'}: {_cut(stumble.detail)}" for stumble in result.stumbles]
     return lines
 
 
-def _comparability_section(result: Mapping[str, Any]) -> list[str]:
-    baseline = result.get("baseline")
-    if not baseline:
+def _comparability_section(result: RunResult) -> list[str]:
+    recorded = result.baseline_recorded_at
+    if recorded is None:
         return ["Baseline: none (deltas not shown)"]
-    flags = (result.get("comparison") or {}).get("flags") or []
-    header = f"Baseline: recorded {baseline.get('recordedAt', 'unknown')}"
+    flags = result.comparison.flags
+    header = f"Baseline: recorded {recorded}"
     if not flags:
         return [header + "; comparable (same app build, suite, device, CLI, server build and model)"]
     lines = [header + "; deltas below compare different conditions:"]
-    lines += [f"  ! {flag['message']}" for flag in flags]
+    lines += [f"  ! {flag.message}" for flag in flags]
     return lines
 
 
-def _metrics_section(result: Mapping[str, Any]) -> list[str]:
-    rows = (result.get("comparison") or {}).get("metricRows") or []
+def _metrics_section(result: RunResult) -> list[str]:
     table = []
-    for row in rows:
-        delta = row.get("delta")
+    for row in result.comparison.metric_rows:
         # Without a baseline there is no delta to speak of, not a missing one.
-        shown = format_delta(delta, row.get("deltaPercent")) if delta is not None or result.get("baseline") else ""
-        table.append([row["metric"], format_number(row.get("actual")), format_number(row.get("baseline")), shown])
+        shown = row.format_delta() if row.delta is not None or result.baseline else ""
+        table.append([row.name, format_number(row.actual), format_number(row.baseline), shown])
     rendered = tabulate(table, headers=["metric", "actual", "baseline", "delta"], tablefmt="simple", disable_numparse=True)
     return ["Metrics:"] + ["  " + line for line in rendered.splitlines()]
 
@@ -93,26 +97,24 @@ def _seconds(value: Any) -> str:
 _HARNESS_PARTS = (("preflightSeconds", "preflight"), ("setupSeconds", "setup"), ("postRunSeconds", "post-run"), ("auditSeconds", "audit"))
 
 
-def _time_section(result: Mapping[str, Any]) -> list[str]:
-    timing = result.get("timing") or {}
-    harness = timing.get("harness") or {}
-    shown = [f"{label} {_seconds(harness[key])} s" for key, label in _HARNESS_PARTS if harness.get(key) is not None]
+def _time_section(result: RunResult) -> list[str]:
+    times = result.times
+    shown = [f"{label} {_seconds(times.harness[key])} s" for key, label in _HARNESS_PARTS if key in times.harness]
     ours = [f"Harness time: {', '.join(shown)}"] if shown else []
-    agent = timing.get("agent")
-    if not agent:
-        wall = (result.get("metrics") or {}).get("wallClockSeconds")
+    agent = times.agent
+    if agent is None:
+        wall = result.run_metrics.wall_clock_seconds
         return [f"Time: agent {_seconds(wall)} s (no timing sidecar, so no split)"] + ours
     parts = " + ".join(
-        f"{label} {_seconds(agent.get(key))}"
-        for key, label in (("startupSeconds", "startup"), ("modelSeconds", "model"), ("toolSeconds", "tools"),
-                           ("afterResultSeconds", "after result"))
+        f"{label} {_seconds(value)}"
+        for value, label in ((agent.startup_seconds, "startup"), (agent.model_seconds, "model"), (agent.tool_seconds, "tools"),
+                             (agent.after_result_seconds, "after result"))
     )
-    lines = [f"Time: agent {_seconds(agent.get('wallClockSeconds'))} s = {parts}"]
+    lines = [f"Time: agent {_seconds(agent.wall_clock_seconds)} s = {parts}"]
     rows = [
-        [tool.get("tool", "?"), str(tool.get("count", 0)) + (f" ({tool['unanswered']} unanswered)" if tool.get("unanswered") else ""),
-         f"{float(tool.get('totalSeconds') or 0):.3f}",
-         "-" if tool.get("medianSeconds") is None else f"{float(tool['medianSeconds']):.3f}"]
-        for tool in agent.get("tools") or []
+        [tool.tool, str(tool.count) + (f" ({tool.unanswered} unanswered)" if tool.unanswered else ""),
+         f"{tool.total_seconds:.3f}", "-" if tool.median_seconds is None else f"{tool.median_seconds:.3f}"]
+        for tool in agent.tools
     ]
     if rows:
         rendered = tabulate(rows, headers=["tool", "calls", "total s", "median s"], tablefmt="simple", disable_numparse=True)
@@ -120,38 +122,36 @@ def _time_section(result: Mapping[str, Any]) -> list[str]:
     return lines + ours
 
 
-def _sequence_section(result: Mapping[str, Any]) -> list[str]:
-    if not result.get("baseline"):
-        sequence = result.get("toolSequence") or []
+def _sequence_section(result: RunResult) -> list[str]:
+    if not result.baseline:
+        sequence = result.tool_sequence
         return [f"Tool sequence: {', '.join(sequence) if sequence else '(no tool calls)'}"]
-    diff = (result.get("comparison") or {}).get("sequenceDiff") or []
     lines = ["Tool sequence vs baseline (- baseline call skipped, + extra call):"]
-    lines += [f"  {line['op']} {line['tool']}" for line in diff] or ["  (both empty)"]
+    lines += [f"  {line.render()}" for line in result.comparison.sequence_diff] or ["  (both empty)"]
     return lines
 
 
-def _snippet_section(result: Mapping[str, Any]) -> list[str]:
-    snippet = result.get("snippet") or {}
-    if snippet.get("written"):
-        return [f"Baseline snippet: {snippet.get('path')}"]
-    reasons = snippet.get("suppressedBecause") or []
-    if not reasons:
+def _snippet_section(result: RunResult) -> list[str]:
+    snippet = result.snippet
+    if snippet.written:
+        return [f"Baseline snippet: {snippet.path}"]
+    if not snippet.suppressed_because:
         return ["Baseline snippet: not written"]
-    return ["Baseline snippet: not written because"] + [f"  - {reason}" for reason in reasons]
+    return ["Baseline snippet: not written because"] + [f"  - {reason}" for reason in snippet.suppressed_because]
 
 
-def render_metric_details(result: Mapping[str, Any]) -> str:
+def render_metric_details(result: RunResult) -> str:
     """Comparability, metric rows and the sequence diff of one run (the `-v` expansion of the summary)."""
     lines = _comparability_section(result) + _metrics_section(result) + _sequence_section(result)
-    lines.append(f"Run directory: {result.get('runDirectory')}")
+    lines.append(f"Run directory: {result.run_directory}")
     return "\n".join(lines)
 
 
-def render_text_report(result: Mapping[str, Any], *, current_scoring_code: str | None = None) -> str:
-    """The text report of one run, from its result.json document.
+def render_text_report(result: RunResult, *, current_scoring_code: str | None = None) -> str:
+    """The text report of one run.
 
     Args:
-        result: A `build_result_document` dict (fresh, or loaded from a saved result.json).
+        result: The run's result (fresh from `pipeline.conclude`, or a saved result.json read back).
         current_scoring_code: When re-rendering a saved run, today's scoring-code digest; a
             different digest is called out, because the verdict came from other code.
 
@@ -160,31 +160,51 @@ def render_text_report(result: Mapping[str, Any], *, current_scoring_code: str |
         comparability flags, metric rows, where the time went, the sequence diff, the snippet
         outcome and run dir.
     """
-    verdict = result.get("verdict") or {}
-    lines = [f"{result.get('suite', '?')}: {verdict_status(result).upper()}"]
-    lines += [f"  - {reason}" for reason in verdict.get("reasons") or []]
-    recorded = ((result.get("rerendered") or {}).get("verdictWhenRecorded") or {}).get("status")
-    if recorded and recorded != verdict_status(result):
+    status = result.status
+    lines = [f"{result.suite or '?'}: {status.upper()}"]
+    lines += [f"  - {reason}" for reason in result.verdict.reasons]
+    recorded = result.rerendered.recorded_status if result.rerendered is not None else None
+    if recorded and recorded != status:
         # A saved run judged differently today: say so, whichever way it moved.
-        lines.append(f"Re-render: ! the verdict differs from the one recorded live ({recorded.upper()} -> {verdict_status(result).upper()})")
-    serial = (result.get("device") or {}).get("serial")
-    model = (result.get("fingerprints") or {}).get("observedModel")
-    cli = (result.get("fingerprints") or {}).get("claudeCodeVersion")
-    lines.append(f"Device: {serial or 'unknown'}   Agent CLI: {cli or 'unknown'}   Model: {model or 'unknown'}")
+        lines.append(f"Re-render: ! the verdict differs from the one recorded live ({recorded.upper()} -> {status.upper()})")
+    model, cli = result.fingerprints.observed_model, result.fingerprints.claude_code_version
+    lines.append(f"Device: {result.device_serial or 'unknown'}   Agent CLI: {cli or 'unknown'}   Model: {model or 'unknown'}")
     lines += _checks_section(result)
-    lines += cleanup_section(result.get("cleanup"))
+    lines += cleanup_section(result.cleanup_report)
     lines += _stumbles_section(result)
     lines += _comparability_section(result)
     lines += _metrics_section(result)
     lines += _time_section(result)
     lines += _sequence_section(result)
     lines += _snippet_section(result)
-    scoring = result.get("scoringCode")
+    scoring = result.scoring_code
     if current_scoring_code is not None and scoring != current_scoring_code:
         lines.append(f"Scoring code: ! differs: the run was scored by {scoring or 'unknown'}, the current code is {current_scoring_code}")
     else:
         lines.append(f"Scoring code: {scoring or 'unknown'}")
-    lines.append(f"Run directory: {result.get('runDirectory')}")
+    lines.append(f"Run directory: {result.run_directory}")
+    return "\n".join(lines) + "\n"
+
+
+#: The compact failure report's last line: where the rest of it is.
+FULL_REPORT_HINT = "(the full report and the agent's last tool calls: -v or --tb=long)"
+
+
+def render_failure_report(result: RunResult) -> str:
+    """A failed run as pytest's failures section shows it at the default verbosity: what failed and where the run is.
+
+    The verdict and its reasons, each failed check with what it expected and saw, what cleanup
+    left, and the run directory; `render_text_report` (shown with `-v` or `--tb=long`) has the rest.
+    """
+    lines = [f"{result.suite or '?'}: {result.status.upper()}"]
+    lines += [f"  - {reason}" for reason in result.verdict.reasons]
+    failed = [check for check in result.checks if not check.passed]
+    if failed:
+        lines += ["Failed checks:", *_check_lines(failed)]
+    cleanup = result.cleanup_report
+    lines += [f"Cleanup left: {_cut(item)}" for item in (cleanup.left if cleanup is not None else ())]
+    lines.append(f"Run directory: {result.run_directory}")
+    lines.append(FULL_REPORT_HINT)
     return "\n".join(lines) + "\n"
 
 

@@ -31,7 +31,7 @@ from resultdoc import result_document as build_result_document  # noqa: E402
 
 from pytest_agentbench.audit.transcript import parse_file, short_tool_name  # noqa: E402
 from pytest_agentbench.audit.verdict import audit_run, watched_patterns  # noqa: E402
-from pytest_agentbench.report.document import build_session_document  # noqa: E402
+from pytest_agentbench.records import RunResult, SessionResult  # noqa: E402
 from pytest_agentbench.report.html import write_html_report  # noqa: E402
 from pytest_agentbench.records.run import ProcessOutcome, Run, ScreenSnapshot  # noqa: E402
 from pytest_agentbench.servers.screenshots import INDEX_NAME, CallShot, screenshot_name  # noqa: E402
@@ -82,7 +82,7 @@ def main() -> int:
         transcript = scratch / "run" / "claude.jsonl"
         page = scratch / "report.html"
         started = time.perf_counter()
-        write_html_report(build_session_document([result]), page, environ={})
+        write_html_report(SessionResult.of([RunResult.from_json(result)]).to_json(), page, environ={})
         rendered = time.perf_counter() - started
         files = scratch / "report_files"
         beside = sum(p.stat().st_size for p in files.rglob("*") if p.is_file()) if files.is_dir() else 0
