@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import urllib.request
 from dataclasses import dataclass
@@ -103,7 +104,8 @@ def cli_dir(tmp_path: Path) -> Path:
 
 
 def run_claude(
-    claude: Path, cli_dir: Path, api: FakeAnthropic, *, extra: tuple[str, ...] = (), timeout_s: float = RUN_TIMEOUT_S
+    claude: Path, cli_dir: Path, api: FakeAnthropic, *, extra: tuple[str, ...] = (), timeout_s: float = RUN_TIMEOUT_S,
+    kill_after_hang_s: float | None = None,
 ) -> CliRun:
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -134,8 +136,24 @@ def run_claude(
         start_new_session=True,
     )
     timed_out = False
+    if kill_after_hang_s is not None:
+        # Killed a fixed time after the API started holding a request, not a fixed time after the
+        # start: on a loaded machine the CLI can take longer than any short timeout to get there.
+        def kill_once_hung() -> None:
+            if api.wait_for_hang(timeout=timeout_s):
+                time.sleep(kill_after_hang_s)
+                if process.poll() is None:
+                    hang_kill.append(True)
+                    _kill_group(process)
+
+        hang_kill: list[bool] = []
+        killer = threading.Thread(target=kill_once_hung, name="kill-after-hang", daemon=True)
+        killer.start()
     try:
         stdout, stderr = process.communicate(b"Count the items on emulator-5554.\n", timeout=timeout_s)
+        if kill_after_hang_s is not None:
+            killer.join(timeout=1)
+            timed_out = bool(hang_kill)
     except subprocess.TimeoutExpired:
         timed_out = True
         _kill_group(process)
@@ -301,12 +319,13 @@ def test_cli_recovers_from_a_tool_error(claude_bin: Path, cli_dir: Path) -> None
 @pytest.mark.claude_cli
 def test_cli_hangs_when_the_api_never_answers(claude_bin: Path, cli_dir: Path) -> None:
     with FakeAnthropic([lambda r: HANG]) as api:
-        run = run_claude(claude_bin, cli_dir, api, timeout_s=8)
+        run = run_claude(claude_bin, cli_dir, api, kill_after_hang_s=5)
         assert api.hung == 1
+    # Five seconds after its request was held the CLI was still waiting (no retry, no result): killed.
     assert run.timed_out and run.result is None
     assert run.init is not None, "the CLI got as far as init before waiting on the API"
     assert _group_gone(run.process_group), "the CLI and its MCP server must be gone after the group kill"
-    print(f"hang (killed at 8 s): {run.seconds:.1f}s")
+    print(f"hang (killed 5 s after the request was held): {run.seconds:.1f}s")
 
 
 @pytest.mark.claude_cli
