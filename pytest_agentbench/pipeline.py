@@ -16,6 +16,7 @@ from pytest_agentbench.audit.timing import time_split
 from pytest_agentbench.audit.transcript import Transcript, parse_file
 from pytest_agentbench.audit.verdict import audit_run, episode_ending, watched_patterns
 from pytest_agentbench.baseline.compare import compare
+from pytest_agentbench.baseline.fingerprints import UNKNOWN
 from pytest_agentbench.baseline.snippet import build_baseline_block, render_snippet, snippet_blockers
 from pytest_agentbench.records.audit import Audit
 from pytest_agentbench.records.comparison import Snippet
@@ -24,7 +25,6 @@ from pytest_agentbench.records.run import AuditInputs, Run
 from pytest_agentbench.report.document import scrub
 from pytest_agentbench.report.text import transcript_tail
 from pytest_agentbench.run.artifacts import RunArtifacts
-from pytest_agentbench.run.fingerprints import UNKNOWN
 from pytest_agentbench.run.relaylog import read_relay_log
 from pytest_agentbench.run.seal import seal
 from pytest_agentbench.run.stream import read_arrivals

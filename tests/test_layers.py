@@ -20,9 +20,11 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # The records that cross stage boundaries hold a Suite, screen nodes and device reads, so they
     # sit just above the stages that make those parts and below every stage that passes a run on.
     ("records",),
+    # What a run ran on (the fingerprints and the server build, measured by the run) and how that
+    # compares with a recorded baseline: it needs only the records, and the run measures with it.
+    ("baseline",),
     ("run",),
     ("audit",),
-    ("baseline",),
     ("report",),
     # The one path from a finished run to its result: above the report, below the glue.
     ("pipeline",),

@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from pytest_agentbench.audit.verdict import Audit, Check, Stumble, Verdict
+from pytest_agentbench.baseline.server_build import server_build_fingerprint
 from pytest_agentbench.baseline.snippet import build_baseline_block, render_snippet, snippet_blockers
-from pytest_agentbench.run.server_build import server_build_fingerprint
 from pytest_agentbench.report.document import build_session_document, scrub
 from resultdoc import result_document as build_result_document
 from pytest_agentbench.report.summary import render_summary_table, render_verbose_details, verdict_line
