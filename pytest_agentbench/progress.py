@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.run.runner import StreamProgress
+from pytest_agentbench.run.execute import StreamProgress
 from pytest_agentbench.session import RESULT_PROPERTY
 
 PLUGIN_NAME = "agentbench-progress"

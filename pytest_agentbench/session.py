@@ -23,9 +23,7 @@ from pytest_agentbench.report.aggregate import (
 )
 from pytest_agentbench.report.document import build_session_document, verdict_status
 from pytest_agentbench.report.summary import fit, render_summary_table, render_verbose_details, verdict_line
-from pytest_agentbench.run.artifacts import agent_workdir_parent
-from pytest_agentbench.run.dryrun import SECTION as DRY_RUN_SECTION
-from pytest_agentbench.run.dryrun import current_environ, dry_run_text
+from pytest_agentbench.run.execute import DRY_RUN_SECTION, agent_workdir_parent, current_environ, dry_run_text
 from pytest_agentbench.servers import ServerProfile, get_profile
 from pytest_agentbench.suite import Suite
 

@@ -33,6 +33,16 @@ from pytest_agentbench.run.runner import StreamProgress, run_agent
 from pytest_agentbench.run.seal import seal
 from pytest_agentbench.servers.probe import ToolClasses, probe_tools
 
+# The pytest glue reaches the run stage only through this module (tests/test_layers.py): besides
+# measure_run and finish_device_work, these are the parts of a run it sets up or shows itself.
+from pytest_agentbench.run import shutdown  # noqa: F401 (the glue's signal handling)
+from pytest_agentbench.run.artifacts import new_run_dir  # noqa: F401 (the run directory fixture)
+from pytest_agentbench.run.confine import resolve_mode  # noqa: F401 (--agentbench-sandbox)
+from pytest_agentbench.run.dryrun import SECTION as DRY_RUN_SECTION  # noqa: F401
+from pytest_agentbench.run.dryrun import current_environ, dry_run_text  # noqa: F401 (--agentbench-dry-run)
+from pytest_agentbench.run.preflight import DEVICE_STAGING_DIR, PreflightResult, run_preflight  # noqa: F401
+from pytest_agentbench.run.seed import plan_seeds  # noqa: F401 (a prove scenario's seed step)
+
 if TYPE_CHECKING:
     from pytest_agentbench.checks.base import DeviceReads
     from pytest_agentbench.device.pool import ClaimedDevice
