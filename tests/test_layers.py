@@ -13,10 +13,12 @@ PACKAGE_ROOT = Path(__file__).resolve().parents[1] / "pytest_agentbench"
 # glue above them. A module may import its own layer and the layers before it.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "text", "redact", "__init__"),
-    ("suite",),
     ("device",),
-    ("servers",),
+    # A suite is loaded with its device checks typed and each kind's rules checked, so the checks
+    # (typed specs, reads, validators; the seed steps cleanup watches) sit below the suite stage.
     ("checks",),
+    ("suite",),
+    ("servers",),
     # The records that cross stage boundaries hold a Suite, screen nodes and device reads, so they
     # sit just above the stages that make those parts and below every stage that passes a run on.
     ("records",),

@@ -20,6 +20,7 @@ fails the check with a sentence.
 from __future__ import annotations
 
 import posixpath
+import re
 import sqlite3
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -79,6 +80,18 @@ class Spec:
 def _sqlite_value(value: Any) -> Any:
     # SQLite has no booleans: true is stored as 1.
     return int(value) if isinstance(value, bool) else value
+
+
+def problems(entry: Mapping[str, Any], where: str) -> list[str]:
+    """The rules of a `sqlite` entry a schema cannot say: one of rows, includes or count; one SELECT statement."""
+    found = []
+    given = [key for key in ("rows", "includes", "count") if key in entry]
+    if len(given) != 1:
+        found.append(f"{where}: expected exactly one of rows, includes or count, got {', '.join(given) or 'none'}")
+    query = entry.get("query", "")
+    if not re.match(r"\s*(SELECT|WITH)\b", query, re.IGNORECASE):
+        found.append(f"{where}.query: expected one SELECT (or WITH ... SELECT) statement, got {query[:80]!r}")
+    return found
 
 
 def parse(entry: Mapping[str, Any]) -> Spec:

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 
 from pytest_agentbench.baseline.fingerprints import requested_model, suite_digest
 from pytest_agentbench.baseline.server_build import ServerBuild, adb_client_versions, agent_cli_version, server_build_fingerprint
-from pytest_agentbench.checks import checks_of_suite
 from pytest_agentbench.errors import AgentbenchError, AgentProcessError
 from pytest_agentbench.records.run import ProcessOutcome, Run
 from pytest_agentbench.run.artifacts import PrivateDaemon, RunArtifacts, agent_workdir_parent, write_run_files
@@ -32,6 +31,7 @@ from pytest_agentbench.run.relay_hub import RELAY_LOG_NAME, RelayHub, ServerLaun
 from pytest_agentbench.run.runner import StreamProgress, run_agent
 from pytest_agentbench.run.seal import seal
 from pytest_agentbench.servers.probe import ToolClasses, probe_tools
+from pytest_agentbench.suite import checks_of_suite
 
 # The pytest glue reaches the run stage only through this module (tests/test_layers.py): besides
 # measure_run and finish_device_work, these are the parts of a run it sets up or shows itself.
