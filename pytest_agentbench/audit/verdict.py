@@ -164,11 +164,6 @@ def incomplete_findings(*, suite: Suite, transcript: Transcript, process: Proces
     return found
 
 
-def incomplete_reasons(*, suite: Suite, transcript: Transcript, process: ProcessOutcome) -> list[str]:
-    """List why a run did not complete; empty when it did (the sentences of `incomplete_findings`)."""
-    return [reason for reason, _ in incomplete_findings(suite=suite, transcript=transcript, process=process)]
-
-
 def device_use_check(tool_calls: Iterable[ToolCall | RelayCall], device_aware_tools: frozenset[str]) -> Check:
     """Check that at least one device-aware tool call succeeded.
 

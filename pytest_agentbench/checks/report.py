@@ -249,11 +249,6 @@ def find_bugs(spec: Spec, answer: str, events: Mapping[str, Sequence[Mapping[str
     return Finding(found, {name: why for name, why in why_not.items() if name not in found})
 
 
-def found_bugs(spec: Spec, answer: str) -> dict[str, str]:
-    """Bug name -> the sentence that reports it (no event log: for bugs without `shows`)."""
-    return find_bugs(spec, answer).found
-
-
 def validate(before: Mapping[str, Any] | None, after: Mapping[str, Any], spec: Spec, context: CheckContext) -> Check:
     """Count the planted bugs the final answer reports, one sentence per bug."""
     expected = spec.describe()
