@@ -140,8 +140,9 @@ def _front_door_violations(path: Path, root: Path = PACKAGE_ROOT) -> list[str]:
 
 
 def test_the_glue_reaches_the_stages_through_the_front_doors() -> None:
-    glue = [path for path in _modules() if path.parent == PACKAGE_ROOT and path.stem in GLUE]
-    assert {path.stem for path in glue} == set(GLUE)
+    units = {path: _unit("pytest_agentbench." + ".".join(path.relative_to(PACKAGE_ROOT).with_suffix("").parts)) for path in _modules()}
+    glue = [path for path, unit in units.items() if unit in GLUE]
+    assert {units[path] for path in glue} == set(GLUE)
     problems = [problem for path in glue for problem in _front_door_violations(path)]
     assert problems == []
 
