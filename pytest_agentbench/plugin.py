@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from pytest_agentbench import htmlreport
+from pytest_agentbench.doctor import plugin as doctor
 from pytest_agentbench.items import SuiteFile, collect_saved_runs
 from pytest_agentbench.options import add_options
 from pytest_agentbench.progress import PLUGIN_NAME as PROGRESS_PLUGIN_NAME
@@ -31,6 +32,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # SIGTERM and SIGHUP stop the agent and the session's processes as Ctrl+C does.
     shutdown.install()
     htmlreport.register(config)
+    doctor.register(config)
     if not config.pluginmanager.has_plugin(FIXTURES_PLUGIN):
         config.pluginmanager.import_plugin(FIXTURES_PLUGIN)
 
