@@ -18,9 +18,7 @@ from pytest_agentbench.device.adb import Adb, AdbEndpoint
 from pytest_agentbench.device.claimlog import CLAIM_LOG_NAME
 from pytest_agentbench.device.pool import ClaimedDevice, DevicePool, candidates_for, ensure_server, share_of
 from pytest_agentbench.device.selection import DeviceEntry, check_no_ios_devices, parse_device_entries, parse_device_option
-from pytest_agentbench.run import shutdown
-from pytest_agentbench.run.artifacts import PrivateDaemon, new_run_dir
-from pytest_agentbench.run.preflight import PreflightResult, preflight_suite, run_preflight
+from pytest_agentbench.run.execute import PreflightResult, PrivateDaemon, new_run_dir, preflight_suite, run_preflight, shutdown
 from pytest_agentbench.session import session_key
 from pytest_agentbench.suite import AppSpec, PreflightSpec, Suite, app_spec, preflight_spec
 from pytest_agentbench.warm.launch import SOCKET_VARIABLE

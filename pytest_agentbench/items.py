@@ -1,7 +1,7 @@
 """Suite files, saved runs and prove scenarios -> pytest items: the four item classes of the plugin (suite file, suite run, prove scenario, saved run).
 
 Each item adapts: it requests fixtures and hands its work to `outcome.run_suite_item` (a live
-run), `prove.run_prove_item` (a proof) or `pipeline.conclude` (a saved run re-audited), and maps
+run), `prove.run_prove_item` (a proof) or `pipeline.rerender` (a saved run re-audited), and maps
 the result to pytest's outcome through `outcome.publish_outcome`.
 """
 
@@ -19,15 +19,12 @@ from _pytest._code.code import ReprFileLocation, TerminalRepr
 from _pytest._io import TerminalWriter
 from _pytest.fixtures import TopRequest
 
-from pytest_agentbench.audit.prove import Scenario, scenarios_of
 from pytest_agentbench.errors import AgentbenchError, SavedRunError, SuiteError
 from pytest_agentbench.options import attempts_for
 from pytest_agentbench.outcome import publish_outcome, run_suite_item
-from pytest_agentbench.pipeline import ConcludeContext, conclude
+from pytest_agentbench.pipeline import ConcludeContext, Scenario, rerender, resolve_result_paths, scenarios_of
 from pytest_agentbench.prove import run_prove_item
-from pytest_agentbench.run.artifacts import new_run_dir
-from pytest_agentbench.run.dryrun import SECTION as DRY_RUN_SECTION
-from pytest_agentbench.run.saved import load_run, resolve_result_paths
+from pytest_agentbench.run.execute import DRY_RUN_SECTION
 from pytest_agentbench.session import INSTANCE_PROPERTY, SUITE_PROPERTY, AgentbenchSession, session_key
 from pytest_agentbench.suite import Suite, load_suite
 from pytest_agentbench.suite.instance import instantiate, item_name
@@ -223,10 +220,8 @@ class SavedRunItem(pytest.Item):
         self.add_marker(pytest.mark.agentbench)
 
     def runtest(self) -> None:
-        run, saved = load_run(self.result_path, self.config.rootpath)
         output = self.config.stash[session_key].options.output / "rerendered"
-        result_path = new_run_dir(output, run.suite.name) / "result.json"
-        result = conclude(run, ConcludeContext(environ=dict(os.environ)), saved, result_path=result_path)
+        result, result_path = rerender(self.result_path, self.config.rootpath, output, ConcludeContext(environ=dict(os.environ)))
         self.user_properties.append(("agentbench_run_dir", str(self.result_path.parent)))
         publish_outcome(self, result, result_path=result_path)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_agentbench.device.selection import parse_device_option
-from pytest_agentbench.run.confine import SandboxMode, resolve_mode
+from pytest_agentbench.run.execute import SandboxMode, resolve_mode
 from pytest_agentbench.suite.params import DEFAULT_SEED, parse_seed
 
 DEFAULT_OUTPUT = "scratch/agent-benchmarks"

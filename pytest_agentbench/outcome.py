@@ -1,6 +1,6 @@
 """A RunResult -> the pytest outcome: JUnit properties, report sections, pass / VerdictFailed / xfail; the suite item's attempts.
 
-Live runs (`run_suite_item`) and re-rendered ones (`rerender.SavedRunItem`) both reach their
+Live runs (`run_suite_item`) and re-rendered ones (`items.SavedRunItem`) both reach their
 result through `pipeline.conclude`, so a saved run is judged by the same code path as a fresh one.
 """
 
@@ -11,18 +11,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-import yaml
 
-from pytest_agentbench.audit.scoring import scoring_code_digest
-from pytest_agentbench.baseline.snippet import insert_baseline
 from pytest_agentbench.errors import VerdictFailed
 from pytest_agentbench.options import attempts_for
-from pytest_agentbench.pipeline import ConcludeContext, conclude
+from pytest_agentbench.pipeline import ConcludeContext, conclude, report_text, write_baseline_into
 from pytest_agentbench.progress import live_progress
 from pytest_agentbench.records.result import RunResult
-from pytest_agentbench.report.text import render_failure_report, render_text_report
-from pytest_agentbench.run.artifacts import PrivateDaemon, new_run_dir
-from pytest_agentbench.run.execute import measure_run
+from pytest_agentbench.report.text import render_failure_report
+from pytest_agentbench.run.execute import PrivateDaemon, measure_run, new_run_dir
 from pytest_agentbench.session import RESULT_PROPERTY, session_key
 
 if TYPE_CHECKING:
@@ -86,9 +82,7 @@ def record_baseline(item: pytest.Item, result: RunResult, attempts: int) -> str:
     suite = item.suite  # type: ignore[attr-defined]
     if not item.config.stash[session_key].options.update_suites:
         return f"recorded in {attempts} attempt(s): paste {snippet} into {suite.path}"
-    block = yaml.safe_load(snippet.read_text(encoding="utf-8"))
-    text = insert_baseline(suite.path.read_text(encoding="utf-8"), block["baseline"], block["baselineToolSequence"])
-    suite.path.write_text(text, encoding="utf-8")
+    write_baseline_into(suite.path, snippet)
     return f"recorded in {attempts} attempt(s) and written into {suite.path} (from {snippet})"
 
 
@@ -108,7 +102,7 @@ def publish_outcome(item: pytest.Item, result: RunResult, *, result_path: Path |
         item.user_properties.append(("agentbench_cleanup_left", left))
     path = result_path or result.run_dir / "result.json"
     item.user_properties.append((RESULT_PROPERTY, str(path)))
-    text = render_text_report(result, current_scoring_code=scoring_code_digest())
+    text = report_text(result)
     # pytest's convention: the default verbosity shows a failure short; -v or --tb=long in full.
     full = item.config.get_verbosity() > 0 or item.config.option.tbstyle == "long"
     if status != "failed":

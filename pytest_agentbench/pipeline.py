@@ -1,7 +1,9 @@
 """A finished Run -> its RunResult: parse the transcript, audit it, compare it with the baseline, decide the snippet, write result.json.
 
 The one path from a run to its result, for live runs and re-rendered ones alike; nothing here
-knows pytest, so the same pipeline serves the plugin, a Python test and a script.
+knows pytest, so the same pipeline serves the plugin, a Python test and a script. It is also the
+pytest glue's one way into the audit and the baseline (tests/test_layers.py): re-rendering a saved
+run, the text report, writing a baseline into a suite, judging a prove scenario.
 """
 
 from __future__ import annotations
@@ -10,24 +12,34 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
+import yaml
+
+from pytest_agentbench.audit.prove import Judgement, Scenario, judge
+from pytest_agentbench.audit.prove import ProveStep, scenarios_of  # noqa: F401 (the glue's prove items)
 from pytest_agentbench.audit.scoring import scoring_code_digest
 from pytest_agentbench.audit.timing import time_split
 from pytest_agentbench.audit.transcript import Transcript, parse_file
-from pytest_agentbench.audit.verdict import audit_run, episode_ending, watched_patterns
+from pytest_agentbench.audit.verdict import audit_run, episode_ending, state_checks, watched_patterns
 from pytest_agentbench.baseline.compare import compare
-from pytest_agentbench.baseline.snippet import build_baseline_block, render_snippet, snippet_blockers
-from pytest_agentbench.records.audit import Audit
+from pytest_agentbench.baseline.fingerprints import UNKNOWN
+from pytest_agentbench.baseline.snippet import build_baseline_block, insert_baseline, render_snippet, snippet_blockers
+from pytest_agentbench.checks.base import DeviceReads
+from pytest_agentbench.records.audit import Audit, Check
 from pytest_agentbench.records.comparison import Snippet
 from pytest_agentbench.records.result import Fingerprints, Rerendered, RunResult
 from pytest_agentbench.records.run import AuditInputs, Run
 from pytest_agentbench.report.document import scrub
-from pytest_agentbench.report.text import transcript_tail
-from pytest_agentbench.run.artifacts import RunArtifacts
-from pytest_agentbench.run.fingerprints import UNKNOWN
+from pytest_agentbench.report.text import render_text_report, transcript_tail
+from pytest_agentbench.run.artifacts import RunArtifacts, new_run_dir
+from pytest_agentbench.run.postrun import PostRunState
 from pytest_agentbench.run.relaylog import read_relay_log
+from pytest_agentbench.run.saved import load_run
+from pytest_agentbench.run.saved import resolve_result_paths  # noqa: F401 (--agentbench-from-result's collection)
 from pytest_agentbench.run.seal import seal
 from pytest_agentbench.run.stream import read_arrivals
+from pytest_agentbench.suite import Suite
 
 
 @dataclass(frozen=True)
@@ -149,3 +161,32 @@ def _write_snippet(run: Run, audit: Audit, fingerprints: Fingerprints) -> Snippe
     path = RunArtifacts(run.run_dir).snippet
     path.write_text(render_snippet(block, audit.tool_sequence, suite_name=run.suite.name, run_dir=str(run.run_dir)), encoding="utf-8")
     return Snippet(str(path))
+
+
+def rerender(result_path: Path, root: Path, output: Path, context: ConcludeContext) -> tuple[RunResult, Path]:
+    """A saved run, audited again by today's code: its RunResult and the new result.json under `output`.
+
+    The saved run directory is only read (see `run.saved.load_run`).
+    """
+    run, saved = load_run(result_path, root)
+    new_result_path = new_run_dir(output, run.suite.name) / "result.json"
+    return conclude(run, context, saved, result_path=new_result_path), new_result_path
+
+
+def report_text(result: RunResult) -> str:
+    """The run's text report, noting a scoring code that differs from today's."""
+    return render_text_report(result, current_scoring_code=scoring_code_digest())
+
+
+def write_baseline_into(suite_path: Path, snippet_path: Path) -> None:
+    """Put a written baseline.yml's block into the suite file (`--agentbench-update-suites`)."""
+    block = yaml.safe_load(snippet_path.read_text(encoding="utf-8"))
+    text = insert_baseline(suite_path.read_text(encoding="utf-8"), block["baseline"], block["baselineToolSequence"])
+    suite_path.write_text(text, encoding="utf-8")
+
+
+def judge_proof(suite: Suite, scenario: Scenario, state: PostRunState, device_before: DeviceReads | None,
+                answer: str | None, cleanup: Mapping[str, Any] | None) -> tuple[list[Check], Judgement]:
+    """A played prove scenario's post-run state -> the suite's checks on it and the scenario's judgement."""
+    checks = state_checks(suite, state.screen, state.device_state(device_before), answer)
+    return checks, judge(scenario, checks, cleanup)

@@ -12,7 +12,7 @@ from pytest_agentbench.items import SuiteFile, collect_saved_runs
 from pytest_agentbench.options import add_options
 from pytest_agentbench.progress import PLUGIN_NAME as PROGRESS_PLUGIN_NAME
 from pytest_agentbench.progress import ProgressReporter
-from pytest_agentbench.run import shutdown
+from pytest_agentbench.run.execute import shutdown
 from pytest_agentbench.session import AgentbenchSession, session_key
 
 SESSION_PLUGIN_NAME = "agentbench-session"

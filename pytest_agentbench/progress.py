@@ -24,7 +24,7 @@ import pytest
 
 from pytest_agentbench.errors import SavedRunError
 from pytest_agentbench.records.result import RunResult
-from pytest_agentbench.run.runner import StreamProgress
+from pytest_agentbench.run.execute import StreamProgress
 from pytest_agentbench.session import RESULT_PROPERTY
 
 PLUGIN_NAME = "agentbench-progress"

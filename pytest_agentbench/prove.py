@@ -20,19 +20,15 @@ import anyio
 import pytest
 
 from pytest_agentbench.agents.plan import fill_placeholders
-from pytest_agentbench.audit.prove import Scenario, judge
-from pytest_agentbench.audit.verdict import state_checks
 from pytest_agentbench.device.rootshell import known_su_form, rooted
 from pytest_agentbench.device.shellscript import sh
 from pytest_agentbench.errors import ProveFailed
+from pytest_agentbench.pipeline import Scenario, judge_proof
 from pytest_agentbench.report.text import cleanup_section
-from pytest_agentbench.run.artifacts import RunArtifacts
-from pytest_agentbench.run.execute import finish_device_work
-from pytest_agentbench.run.preflight import DEVICE_STAGING_DIR
-from pytest_agentbench.run.seed import plan_seeds
+from pytest_agentbench.run.execute import DEVICE_STAGING_DIR, RunArtifacts, finish_device_work, plan_seeds
 
 if TYPE_CHECKING:
-    from pytest_agentbench.audit.prove import ProveStep
+    from pytest_agentbench.pipeline import ProveStep
     from pytest_agentbench.checks.base import Check
     from pytest_agentbench.device.pool import ClaimedDevice
     from pytest_agentbench.suite import Suite
@@ -62,8 +58,7 @@ def run_prove_item(item: pytest.Item) -> None:
                                             prepared.device_baseline)
     # The answer may carry values the steps read off the device (a code random per run).
     answer = fill_placeholders(scenario.answer, captured) if scenario.answer is not None else None
-    checks = state_checks(suite, state.screen, state.device_state(prepared.device_before), answer)
-    judgement = judge(scenario, checks, cleanup)
+    checks, judgement = judge_proof(suite, scenario, state, prepared.device_before, answer, cleanup)
     passed = problem is None and judgement.passed
     reason = f"the {scenario.item_name} scenario could not be played: {problem}" if problem else judgement.reason
     document = {"suite": suite.name, "scenario": scenario.item_name, "passed": passed, "reason": reason,

@@ -15,9 +15,7 @@ from pytest_agentbench.records.result import RunResult, SessionResult
 from pytest_agentbench.report.ab import ABReport, comparison_block, compare_with, load_session_document
 from pytest_agentbench.report.aggregate import SessionStatistics, Unrecorded, junit_properties, session_statistics, statistics_block
 from pytest_agentbench.report.terminal import render_section
-from pytest_agentbench.run.artifacts import agent_workdir_parent
-from pytest_agentbench.run.dryrun import SECTION as DRY_RUN_SECTION
-from pytest_agentbench.run.dryrun import current_environ, dry_run_text
+from pytest_agentbench.run.execute import DRY_RUN_SECTION, agent_workdir_parent, current_environ, dry_run_text
 from pytest_agentbench.servers import ServerProfile, get_profile
 from pytest_agentbench.suite import Suite
 

@@ -1,4 +1,4 @@
-"""Tests for baseline/compare.py and baseline/snippet.py (and the digests in run/fingerprints.py): metric rows, the LCS diff, snippet rules, suite edits, flags."""
+"""Tests for baseline/compare.py and baseline/snippet.py (and the digests in baseline/fingerprints.py): metric rows, the LCS diff, snippet rules, suite edits, flags."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from pytest_agentbench.baseline.snippet import (
     render_snippet,
     snippet_blockers,
 )
-from pytest_agentbench.run.fingerprints import app_build, suite_digest
+from pytest_agentbench.baseline.fingerprints import app_build, suite_digest
 
 DEVICE = {"sdk": "34", "model": "Pixel 8", "locale": "en-US", "screenSize": "1080x2400", "rotation": "0"}
 APP = {"versionName": "1.0", "versionCode": 1, "lastUpdateTime": "2026-11-30 02:00:00"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_agentbench.run.fingerprints import (
+from pytest_agentbench.baseline.fingerprints import (
     DEVICE_FINGERPRINT_COMMANDS,
     DEVICE_FINGERPRINT_FIELDS,
     device_fingerprint_script,

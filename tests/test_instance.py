@@ -11,8 +11,8 @@ import pytest
 import yaml
 from jsonschema import Draft202012Validator
 
+from pytest_agentbench.baseline.fingerprints import suite_digest
 from pytest_agentbench.errors import SuiteError
-from pytest_agentbench.run.fingerprints import suite_digest
 from pytest_agentbench.suite import load_suite, suite_schema
 from pytest_agentbench.suite.instance import instantiate, item_name
 from pytest_agentbench.suite.load import fillable

@@ -21,7 +21,8 @@ from fakeagents import CORE_JOBS, MIXED_JOBS
 from phoneadb import PhoneAdb
 from test_suite import BASE, write_suite
 
-from pytest_agentbench.checks import CheckContext, checks_of_suite, evaluate, suite_checks
+from pytest_agentbench.checks import CheckContext, evaluate, suite_checks
+from pytest_agentbench.suite import checks_of_suite
 from pytest_agentbench.checks.cleanup import trackers_for
 from pytest_agentbench.checks.prefs import parse as parse_prefs_check
 from pytest_agentbench.checks.prefs import validate as validate_prefs
@@ -35,7 +36,7 @@ from pytest_agentbench.run.seed import SMS_SPACING_MS, photo_png, plan_seeds
 from pytest_agentbench.sim.images import image_size
 from pytest_agentbench.suite import AppSpec, PreflightSpec, load_suite
 from pytest_agentbench.suite.capture import Capture
-from pytest_agentbench.suite.seed import PhotoSeed, SmsSeed, parse_seeds, seeds_cleanup_watches
+from pytest_agentbench.checks.seed import PhotoSeed, SmsSeed, parse_seeds, seeds_cleanup_watches
 
 REPO = Path(__file__).resolve().parents[1]
 SUITES = REPO / "benchmark" / "agent" / "suites"

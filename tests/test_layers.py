@@ -13,16 +13,20 @@ PACKAGE_ROOT = Path(__file__).resolve().parents[1] / "pytest_agentbench"
 # glue above them. A module may import its own layer and the layers before it.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "text", "redact", "__init__"),
-    ("suite",),
     ("device",),
-    ("servers",),
+    # A suite is loaded with its device checks typed and each kind's rules checked, so the checks
+    # (typed specs, reads, validators; the seed steps cleanup watches) sit below the suite stage.
     ("checks",),
+    ("suite",),
+    ("servers",),
     # The records that cross stage boundaries hold a Suite, screen nodes and device reads, so they
     # sit just above the stages that make those parts and below every stage that passes a run on.
     ("records",),
+    # What a run ran on (the fingerprints and the server build, measured by the run) and how that
+    # compares with a recorded baseline: it needs only the records, and the run measures with it.
+    ("baseline",),
     ("run",),
     ("audit",),
-    ("baseline",),
     ("report",),
     # The one path from a finished run to its result: above the report, below the glue.
     ("pipeline",),
@@ -110,6 +114,57 @@ def test_the_contract_catches_an_upward_import(tmp_path: Path, source: str, mess
     module.write_text(source, encoding="utf-8")
     problems = _violations(module, root=tmp_path)
     assert len(problems) == 1 and message in problems[0]
+
+
+# The glue adapts results to pytest; it does not assemble a run or a verdict. It reaches the run,
+# the audit and the baseline only through these two front doors, so the hub cannot grow back.
+FRONT_DOORS = ("pytest_agentbench.pipeline", "pytest_agentbench.run.execute")
+BEHIND_THE_FRONT_DOORS = ("run", "audit", "baseline")
+
+
+def _front_door_violations(path: Path, root: Path = PACKAGE_ROOT) -> list[str]:
+    problems = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("pytest_agentbench"):
+            # `from pytest_agentbench.run import execute` names the front door too.
+            modules = [f"{node.module}.{alias.name}" if node.module.count(".") <= 1 else node.module for alias in node.names]
+        elif isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names if alias.name.startswith("pytest_agentbench")]
+        else:
+            continue
+        for module in modules:
+            if _unit(module) in BEHIND_THE_FRONT_DOORS and not module.startswith(FRONT_DOORS):
+                problems.append(f"{path.relative_to(root)}:{node.lineno} imports {module}: the glue reaches "
+                                f"{_unit(module)}/ only through pipeline.py or run/execute.py")
+    return problems
+
+
+def test_the_glue_reaches_the_stages_through_the_front_doors() -> None:
+    units = {path: _unit("pytest_agentbench." + ".".join(path.relative_to(PACKAGE_ROOT).with_suffix("").parts)) for path in _modules()}
+    glue = [path for path, unit in units.items() if unit in GLUE]
+    assert {units[path] for path in glue} == set(GLUE)
+    problems = [problem for path in glue for problem in _front_door_violations(path)]
+    assert problems == []
+
+
+@pytest.mark.parametrize(
+    ("source", "problems"),
+    [
+        ("from pytest_agentbench.run.artifacts import new_run_dir\n", 1),
+        ("from pytest_agentbench.run import shutdown\n", 1),
+        ("import pytest_agentbench.audit.verdict\n", 1),
+        ("if TYPE_CHECKING:\n    from pytest_agentbench.baseline.compare import compare\n", 1),
+        ("from pytest_agentbench.run.execute import measure_run\n", 0),
+        ("from pytest_agentbench.run import execute\n", 0),
+        ("from pytest_agentbench.pipeline import conclude\n", 0),
+        ("from pytest_agentbench.records.result import RunResult\n", 0),
+    ],
+    ids=["run module", "run package member", "plain import", "type-checking import", "execute", "execute by name", "pipeline", "records"],
+)
+def test_the_front_door_rule_catches_a_back_door(tmp_path: Path, source: str, problems: int) -> None:
+    module = tmp_path / "outcome.py"
+    module.write_text(source, encoding="utf-8")
+    assert len(_front_door_violations(module, root=tmp_path)) == problems
 
 
 def _module_graph(root: Path = PACKAGE_ROOT) -> dict[str, set[str]]:

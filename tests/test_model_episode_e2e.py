@@ -107,3 +107,59 @@ def test_episode_cli_reports_each_recovery(adb_server: PrivateAdbServer, tmp_pat
     assert kind in [event.get("kind") for event in events if event.get("subtype") == "agentbench_report"]
     model_calls = [event for event in events if event.get("kind") == "model-call"]
     assert model_calls and all("duration_ms" in event and "finish_reason" in event for event in model_calls)
+
+
+# ----------------------------------------------------------------------------- defect 6: the seed's two revisits
+
+
+def _reports(events: list[dict], kind: str) -> list[dict]:
+    return [event for event in events if event.get("subtype") == "agentbench_report" and event.get("kind") == kind]
+
+
+def test_episode_stops_at_the_seeds_switch_self_undo(adb_server: PrivateAdbServer, tmp_path: Path) -> None:
+    # Seed 004's W4A8 row: Wi-Fi turned on, then tapped off again; the task_complete after it is never asked for.
+    returncode, output, events = _episode(adb_server, tmp_path, [OPEN_SETTINGS, *SCRIPTS["wifi-self-undo"]])
+    assert returncode == 1, output
+    assert "(self-undo); the episode stops" in output and "outcome: self_undo (task_complete NOT called)" in output
+    (undo,) = _reports(events, "self-undo")
+    assert undo["tool"] == "tap"
+    assert len([event for event in events if event.get("kind") == "model-call"]) == 5
+
+
+def test_episode_submenu_then_back_is_no_self_undo(adb_server: PrivateAdbServer, tmp_path: Path) -> None:
+    # Into a submenu and back twice, each at the same index as the step before: keyed on what was
+    # tapped, neither Back is the undo of the tap before it.
+    returncode, output, events = _episode(adb_server, tmp_path, [OPEN_SETTINGS, *SCRIPTS["wifi-submenu-back"]])
+    assert returncode == 0, output
+    assert not _reports(events, "self-undo") and "self-undo" not in output
+    assert "outcome: task_complete (task_complete called) after 8 step(s)" in output
+    # The Settings title tapped on Settings itself changes nothing, and the model is told so.
+    (no_change,) = _reports(events, "no-change")
+    assert "the screen did not change" in output and no_change["tool"] == "tap"
+
+
+# ----------------------------------------------------------------------------- defects 2 and 9 in detail
+
+
+def test_episode_reports_the_undecodable_call_beside_the_extra_one(adb_server: PrivateAdbServer, tmp_path: Path) -> None:
+    returncode, output, events = _episode(adb_server, tmp_path, [OPEN_SETTINGS, *SCRIPTS["wifi-extra-calls"]])
+    assert returncode == 0, output
+    (extra,) = _reports(events, "extra-call")
+    assert extra["calls"] == ["back()"] and "extra-call: the reply made 2 calls" in output
+    # The undecodable third call is reported too, naming it, and the model was told why.
+    (undecodable,) = [report for report in _reports(events, "action-error") if report.get("tool") == "home"]
+    assert "not a JSON object" in undecodable["message"] and undecodable["message"].endswith("the model was told")
+    assert "action-error: the arguments of your home call are not a JSON object" in output
+
+
+def test_episode_puts_each_model_call_on_the_record_and_names_the_provider(adb_server: PrivateAdbServer, tmp_path: Path) -> None:
+    returncode, output, events = _episode(adb_server, tmp_path, [OPEN_SETTINGS, *NAVIGATE, COMPLETE])
+    assert returncode == 0, output
+    assert re.search(r"model episode-model at http://127\.0\.0\.1:\d+\n", output), output
+    calls = [event for event in events if event.get("kind") == "model-call"]
+    assert [call["call"] for call in calls] == [1, 2, 3, 4, 5]
+    for call_record in calls:
+        assert call_record["duration_ms"] >= 0 and call_record["started_at"]
+        assert (call_record["prompt_tokens"], call_record["completion_tokens"]) == (1000, 20)
+        assert call_record["finish_reason"] == "tool_calls" and call_record["retries"] == []
+    assert events[-1]["type"] == "result" and events[-1]["duration_api_ms"] > 0

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from phoneadb import PhoneAdb
 
+from pytest_agentbench.baseline.server_build import agent_cli_version
 from pytest_agentbench.errors import DeviceUnavailable, PreflightError
 from pytest_agentbench.run.preflight import run_preflight
-from pytest_agentbench.run.server_build import agent_cli_version
 from pytest_agentbench.sim.phone import Phone
 from pytest_agentbench.suite import AppSpec, PreflightSpec
 

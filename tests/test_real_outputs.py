@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from pytest_agentbench.agents.model.ui_tree import from_mobile_mcp
+from pytest_agentbench.baseline.fingerprints import parse_device_fingerprint
 from pytest_agentbench.checks.appops import default_mode
 from pytest_agentbench.checks.base import DeviceReads, RawRead, is_missing_file, unreadable
 from pytest_agentbench.checks.cleanup import appop_modes, appop_tracker, leftovers, undo_actions
 from pytest_agentbench.device.uiautomator import extract_hierarchy, screen_includes
-from pytest_agentbench.run.fingerprints import parse_device_fingerprint
 
 REAL = Path(__file__).parent / "data" / "real"
 MARK = "@@agentbench-fp@@"

@@ -13,7 +13,8 @@ import yaml
 
 from pytest_agentbench.agents.cli_options import UsageError, parse_args, split_tool_list
 from pytest_agentbench.agents.plan import ToolStep, WaitStep, find_plan_path, load_plan, parse_plan
-from pytest_agentbench.agents.replay import device_from_listing, rule_matches, run
+from pytest_agentbench.agents.mcp_client import device_from_listing, rule_matches
+from pytest_agentbench.agents.replay import run
 from pytest_agentbench.agents.stream import REPLAY_VERSION
 from pytest_agentbench.errors import SuiteError
 from pytest_agentbench.audit.transcript import McpServerStatus, parse_lines

@@ -9,8 +9,9 @@ import pytest
 import yaml
 
 from pytest_agentbench.audit.verdict import Audit, Check, Stumble, Verdict
+from pytest_agentbench.baseline.server_build import server_build_fingerprint
 from pytest_agentbench.baseline.snippet import build_baseline_block, render_snippet, snippet_blockers
-from pytest_agentbench.run.server_build import server_build_fingerprint
+from pytest_agentbench.baseline.server_build import server_build_fingerprint
 from pytest_agentbench.records import RunResult, SessionResult
 from pytest_agentbench.report.document import scrub
 from resultdoc import result_document as build_result_document

@@ -1,4 +1,4 @@
-"""Tests for run/server_build.py: the server-build fingerprint and its non-secret provider identity."""
+"""Tests for baseline/server_build.py: the server-build fingerprint and its non-secret provider identity."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agentbench.run.server_build import ServerBuild, provider_identity, server_build_fingerprint
+from pytest_agentbench.baseline.server_build import ServerBuild, provider_identity, server_build_fingerprint
 
 def changed_components(old: dict[str, str], new: dict[str, str]) -> tuple[str, ...]:
     """Names of the components that differ between two builds (sorted)."""

@@ -9,8 +9,8 @@ from typing import Any, Callable
 import pytest
 import yaml
 
+from pytest_agentbench.baseline.fingerprints import suite_digest as raw_suite_digest
 from pytest_agentbench.errors import SuiteError
-from pytest_agentbench.run.fingerprints import suite_digest as raw_suite_digest
 from pytest_agentbench.suite import MAX_SAFE_INTEGER, fill_placeholders, load_suite
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

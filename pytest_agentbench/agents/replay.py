@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import os
 import sys
 from collections.abc import Mapping
@@ -13,18 +12,9 @@ from typing import TextIO
 
 import anyio
 
-from pytest_agentbench.agents.cli_options import NO_PROMPT, ParsedArgs, UsageError, help_text, parse_args, print_mode_problem, read_prompt
-from pytest_agentbench.agents.mcp_client import (
-    ConfigProblem,
-    McpConnection,
-    McpServer,
-    Permissions,
-    connect_timeout,
-    device_from_listing,
-    load_mcp_configs,
-    serial_from_system_prompt,
-    rule_matches,
-)
+from pytest_agentbench.agents.cli_options import ParsedArgs
+from pytest_agentbench.agents.front_door import FrontDoor, enter
+from pytest_agentbench.agents.mcp_client import McpConnection, connect_timeout
 from pytest_agentbench.agents.plan import (
     Plan,
     ToolStep,
@@ -35,13 +25,11 @@ from pytest_agentbench.agents.plan import (
     plan_from_transcript,
     suite_package_name,
 )
-from pytest_agentbench.agents.stream import DEFAULT_MODEL, REPLAY_VERSION, StreamWriter, write_summary
-from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.agents.stream import DEFAULT_MODEL, REPLAY_VERSION, StreamWriter
 from pytest_agentbench.audit.transcript import parse_file
+from pytest_agentbench.errors import AgentbenchError
 
 PROGRAM = "agentbench-replay"
-# Re-exported: the replay's tests and older callers import them from here.
-__all__ = ["ConfigProblem", "McpServer", "Permissions", "device_from_listing", "load_mcp_configs", "main", "rule_matches", "run"]
 
 
 @dataclass
@@ -126,30 +114,7 @@ def _load_plan(args: ParsedArgs, environ: Mapping[str, str]) -> Plan:
     return load_plan(plan_path)
 
 
-def _max_turns(args: ParsedArgs) -> int | None:
-    raw = args.get("max-turns")
-    if raw is None:
-        return None
-    try:
-        value = int(str(raw))
-    except ValueError:
-        raise UsageError(f"error: --max-turns must be a positive integer, got '{raw}'") from None
-    if value < 1:
-        raise UsageError(f"error: --max-turns must be a positive integer, got '{raw}'")
-    return value
-
-
-def _check_budget(args: ParsedArgs) -> None:
-    raw = args.get("max-budget-usd")
-    if raw is None:
-        return
-    try:
-        value = float(str(raw))
-    except ValueError:
-        value = -1.0
-    if not value > 0:
-        raise UsageError("error: --max-budget-usd must be a positive number greater than 0")
-    # A replay costs $0, so the cap is never reached.
+DOOR = FrontDoor(PROGRAM, REPLAY_VERSION)
 
 
 def run(argv: list[str], *, stdin: TextIO, stdout: TextIO, stderr: TextIO, environ: Mapping[str, str], cwd: str) -> int:
@@ -166,55 +131,22 @@ def run(argv: list[str], *, stdin: TextIO, stdout: TextIO, stderr: TextIO, envir
     Returns:
         The exit status: 0 when the run ended in a successful result, else 1.
     """
+    # A replay costs $0, so --max-budget-usd is checked but never reached.
+    request = enter(DOOR, argv, stdin=stdin, stdout=stdout, stderr=stderr)
+    if isinstance(request, int):
+        return request
     try:
-        args = parse_args(argv)
-        if args.has("help"):
-            stdout.write(help_text(PROGRAM))
-            return 0
-        if args.has("version"):
-            stdout.write(f"{REPLAY_VERSION} ({PROGRAM})\n")
-            return 0
-        max_turns = _max_turns(args)
-        _check_budget(args)
-    except UsageError as exc:
-        stderr.write(f"{exc}\n")
-        return 1
-    problem = print_mode_problem(args, PROGRAM)
-    if problem:
-        stderr.write(problem + "\n")
-        return 1
-    output_format = str(args.get("output-format", "text"))
-    prompt = read_prompt(args, stdin)
-    if not prompt.strip():
-        stderr.write(NO_PROMPT + "\n")
-        return 1
-    try:
-        configs = load_mcp_configs(list(args.get("mcp-config", [])))  # type: ignore[arg-type]
-    except ConfigProblem as exc:
-        stderr.write(f"Error: Invalid MCP configuration:\n{exc}\n")
-        return 1
-    try:
-        plan = _load_plan(args, environ)
+        plan = _load_plan(request.args, environ)
     except AgentbenchError as exc:
         stderr.write(f"Error: {exc}\n")
         return 1
-    sink = stdout if output_format == "stream-json" else io.StringIO()
-    writer = StreamWriter(out=sink, model=str(args.get("model") or DEFAULT_MODEL))
-    if args.get("session-id"):
-        writer.session_id = str(args.get("session-id"))
-    connection = McpConnection(
-        servers=[McpServer(name, config) for name, config in configs.items()],
-        permissions=Permissions.from_args(args),
-        stderr=stderr,
-        environ=environ,
-        program=PROGRAM,
-        device_hint=serial_from_system_prompt(args.get("append-system-prompt")),
-    )
-    replay = ReplayRun(connection=connection, plan=plan, writer=writer, max_turns=max_turns, environ=environ)
-    timeout_s = connect_timeout(environ)
-    status = anyio.run(_play, replay, cwd, timeout_s)
-    if output_format != "stream-json":
-        write_summary(sink.getvalue(), output_format, stdout)  # type: ignore[union-attr]
+    sink = request.sink(stdout)
+    writer = StreamWriter(out=sink, model=str(request.args.get("model") or DEFAULT_MODEL))
+    request.name_session(writer)
+    connection = request.connection(stderr=stderr, environ=environ)
+    replay = ReplayRun(connection=connection, plan=plan, writer=writer, max_turns=request.max_turns, environ=environ)
+    status = anyio.run(_play, replay, cwd, connect_timeout(environ))
+    request.finish(sink, stdout)
     return status
 
 

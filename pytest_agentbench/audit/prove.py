@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pytest_agentbench.audit.verdict import failed_reason
 from pytest_agentbench.suite.capture import Capture
-from pytest_agentbench.suite.seed import SeedStep, parse_seed
+from pytest_agentbench.checks.seed import SeedStep, parse_seed
 
 if TYPE_CHECKING:
     from pytest_agentbench.checks.base import Check

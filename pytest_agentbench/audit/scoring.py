@@ -12,7 +12,7 @@ import ast
 from functools import cache
 from pathlib import Path
 
-from pytest_agentbench.run.fingerprints import digest_files
+from pytest_agentbench.baseline.fingerprints import digest_files
 
 PACKAGE = "pytest_agentbench"
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent

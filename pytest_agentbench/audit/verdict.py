@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Literal
 from pytest_agentbench.audit.crosscheck import first_mismatch, split_mcp_name
 from pytest_agentbench.audit.matching import answer_size_problem, match_answer
 from pytest_agentbench.audit.transcript import short_tool_name
-from pytest_agentbench.checks import CheckContext, evaluate, parse_device_checks
+from pytest_agentbench.checks import CheckContext, evaluate
 from pytest_agentbench.checks.base import Check
 from pytest_agentbench.device.uiautomator import app_texts, screen_includes
 from pytest_agentbench.records.audit import Audit, IncompleteCause, Stumble, Verdict
@@ -164,11 +164,6 @@ def incomplete_findings(*, suite: Suite, transcript: Transcript, process: Proces
     return found
 
 
-def incomplete_reasons(*, suite: Suite, transcript: Transcript, process: ProcessOutcome) -> list[str]:
-    """List why a run did not complete; empty when it did (the sentences of `incomplete_findings`)."""
-    return [reason for reason, _ in incomplete_findings(suite=suite, transcript=transcript, process=process)]
-
-
 def device_use_check(tool_calls: Iterable[ToolCall | RelayCall], device_aware_tools: frozenset[str]) -> Check:
     """Check that at least one device-aware tool call succeeded.
 
@@ -247,7 +242,7 @@ def screen_checks(suite: Suite, screen: ScreenSnapshot | None) -> list[Check]:
 
 def device_checks(suite: Suite, state: DeviceState | None, reply: str | None) -> list[Check]:
     """Judge `verify.device` from the reads before and after the run (see `checks.evaluate`)."""
-    specs = parse_device_checks(suite.verify.device)
+    specs = suite.verify.device_checks
     if not specs:
         return []
     state = state or DeviceState(None, None, "the device state was not read")

@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pytest_agentbench.records.comparison import (  # noqa: F401 (re-exported: the report formats with them)
     BaselineComparison, ComparabilityFlag, DiffLine, FlagKind, MetricRow, format_delta, format_number,
 )
-from pytest_agentbench.run.fingerprints import is_unknown
+from pytest_agentbench.baseline.fingerprints import is_unknown
 
 # Scalar metrics in the order the report shows them; per-tool counts follow as `toolCounts.<tool>`.
 SCALAR_METRICS: tuple[str, ...] = (

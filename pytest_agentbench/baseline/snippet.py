@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from pytest_agentbench.baseline.compare import SCALAR_METRICS
-from pytest_agentbench.run.fingerprints import UNKNOWN, is_unknown, unknown_fields
+from pytest_agentbench.baseline.fingerprints import UNKNOWN, is_unknown, unknown_fields
 
 # Keys of the `baseline` block, in the order the contract in docs/architecture.md writes them.
 BASELINE_KEYS: tuple[str, ...] = (

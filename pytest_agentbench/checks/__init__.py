@@ -12,15 +12,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pytest_agentbench.checks import appops, content, eventlog, jsonfile, media, prefs, report, sqlite
 from pytest_agentbench.checks.base import Check, CheckContext, DeviceReads, RawRead, Read, failed
 from pytest_agentbench.checks.cleanup import Tracker, device_wide_trackers, trackers_for
-from pytest_agentbench.suite.seed import SeedStep, seeds_cleanup_watches
-
-if TYPE_CHECKING:
-    from pytest_agentbench.suite import Suite
+from pytest_agentbench.checks.seed import SeedStep
 
 #: Kind name (as a suite writes it) -> its module.
 KINDS: Mapping[str, ModuleType] = {
@@ -150,27 +147,24 @@ class SuiteChecks:
 
 
 def suite_checks(device_entries: Iterable[Mapping[str, Any]], cleanup_steps: Iterable[Mapping[str, Any]] = (),
-                 seeds: Iterable[SeedStep] = (), *, device_wide: bool = False) -> SuiteChecks:
+                 seeds: Iterable[SeedStep] = (), *, device_wide: bool = False,
+                 parsed: tuple[DeviceCheck, ...] | None = None) -> SuiteChecks:
     """A suite's `verify.device` entries, `cleanup:` steps and `preflight.seed` steps -> SuiteChecks.
 
     With `device_wide`, cleanup also watches the whole phone (processes first, so a daemon is
     gone before anything is put back; then every app-op and shared storage), as every run does.
+    `parsed` are the entries' typed checks when the caller has them (a Suite parses its own at
+    load: `suite.checks_of_suite`).
     """
     entries, steps = tuple(device_entries), tuple(cleanup_steps)
     trackers = trackers_for(entries, steps, seeds)
     if device_wide:
         processes, *rest = device_wide_trackers()
         trackers = (processes, *trackers, *rest)
-    return SuiteChecks(parse_device_checks(entries), trackers, steps)
-
-
-def checks_of_suite(suite: Suite) -> SuiteChecks:
-    """A suite -> its SuiteChecks for a run: watching every seed it can run (preflight's and its proofs') and the whole phone."""
-    return suite_checks(suite.verify.device, suite.cleanup, seeds_cleanup_watches(suite.preflight.seed, suite.prove),
-                        device_wide=True)
+    return SuiteChecks(parse_device_checks(entries) if parsed is None else parsed, trackers, steps)
 
 
 __all__ = [
-    "DEVICE_KINDS", "KINDS", "Check", "CheckContext", "DeviceCheck", "DeviceReads", "RawRead", "Read", "SuiteChecks", "checks_of_suite",
+    "DEVICE_KINDS", "KINDS", "Check", "CheckContext", "DeviceCheck", "DeviceReads", "RawRead", "Read", "SuiteChecks",
     "check_reads", "evaluate", "parse_device_checks", "suite_checks", "unique_reads",
 ]

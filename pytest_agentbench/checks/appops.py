@@ -55,6 +55,11 @@ class Spec:
         return f"{self.package} newly in {self.op} mode {self.mode}, and no other package changed"
 
 
+def problems(entry: Mapping[str, Any], where: str) -> list[str]:
+    """The rules of an `appops` entry beyond the schema's: none (its package, op and mode are the schema's patterns)."""
+    return []
+
+
 def parse(entry: Mapping[str, Any]) -> Spec:
     """A validated `verify.device` entry -> Spec."""
     return Spec(entry["name"], entry["op"], entry["package"], entry.get("mode", "ignore"))

@@ -28,7 +28,7 @@ from pytest_agentbench.checks import devicewide
 from pytest_agentbench.checks.base import DeviceReads, RawRead, Read, cut, unreadable
 from pytest_agentbench.checks.provider import parse_rows, provider_error, query_read
 from pytest_agentbench.device.shellscript import Script, sh
-from pytest_agentbench.suite.seed import PhotoSeed, SeedStep, SmsSeed
+from pytest_agentbench.checks.seed import PhotoSeed, SeedStep, SmsSeed
 
 CONTACTS_URI = "content://com.android.contacts/raw_contacts"
 SMS_URI = "content://sms"

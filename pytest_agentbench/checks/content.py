@@ -42,10 +42,12 @@ from pytest_agentbench.checks.base import (
 )
 from pytest_agentbench.checks.prefs import parse_prefs_xml
 from pytest_agentbench.checks.provider import parse_rows, provider_error, query_read
-from pytest_agentbench.checks.values import Matcher, PrefRef, parse_matcher
+from pytest_agentbench.checks.values import Matcher, PrefRef, matcher_problems, parse_matcher
 
 KIND = "content"
 USES_BEFORE = True
+#: A match operand may be read from the device (`fromPrefs`); no other kind takes one.
+OPERANDS_FROM_PREFS = True
 _SHOWN_ROWS = 5
 
 
@@ -70,6 +72,18 @@ class Spec:
         fresh = " new" if self.new else ""
         plural = "s" if self.count not in (None, 1) else ""
         return f"{how_many}{fresh} row{plural} of {self.uri} where {what}"
+
+
+def problems(entry: Mapping[str, Any], where: str) -> list[str]:
+    """The rules of a `content` entry a schema cannot say: each `match` column is projected, each matcher well formed."""
+    found = []
+    projection = entry.get("projection") or []
+    for column, raw in (entry.get("match") or {}).items():
+        if column not in projection:
+            found.append(f"{where}.match.{column}: expected a column of the projection ({', '.join(projection)}), "
+                         f"got {column!r}")
+        found += matcher_problems(f"{where}.match.{column}", raw)
+    return found
 
 
 def parse(entry: Mapping[str, Any]) -> Spec:

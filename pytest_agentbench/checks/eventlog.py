@@ -38,7 +38,7 @@ from pytest_agentbench.checks.base import (
     snapshot_error,
     unreadable,
 )
-from pytest_agentbench.checks.values import Matcher, parse_matcher
+from pytest_agentbench.checks.values import Matcher, matcher_problems, parse_matcher
 
 KIND = "eventLog"
 USES_BEFORE = True
@@ -76,6 +76,15 @@ class Spec:
 
     def describe(self) -> str:
         return f"new events of {self.package} in order: " + " -> ".join(step.describe() for step in self.sequence)
+
+
+def problems(entry: Mapping[str, Any], where: str) -> list[str]:
+    """The rules of an `eventLog` entry a schema cannot say: each step's matchers well formed."""
+    found = []
+    for index, step in enumerate(entry.get("sequence") or []):
+        for field, raw in step.items():
+            found += matcher_problems(f"{where}.sequence[{index}].{field}", raw)
+    return found
 
 
 def parse(entry: Mapping[str, Any]) -> Spec:

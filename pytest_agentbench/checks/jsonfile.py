@@ -34,7 +34,7 @@ from pytest_agentbench.checks.base import (
     snapshot_error,
     unreadable,
 )
-from pytest_agentbench.checks.values import MATCHER_KEYS, Matcher, json_lookup, parse_matcher, path_text
+from pytest_agentbench.checks.values import MATCHER_KEYS, Matcher, alternatives_problems, json_lookup, parse_matcher, path_text
 
 KIND = "jsonFile"
 USES_BEFORE = False
@@ -73,6 +73,11 @@ def _expectation(entry: Mapping[str, Any]) -> Expectation:
     path = entry["path"]
     matcher = parse_matcher({key: value for key, value in entry.items() if key in MATCHER_KEYS})
     return Expectation(path if isinstance(path, str) else tuple(path), matcher)
+
+
+def problems(entry: Mapping[str, Any], where: str) -> list[str]:
+    """The rules of a `jsonFile` entry a schema cannot say: `path` with one matcher, or `anyOf` of such."""
+    return alternatives_problems(where, entry, "path")
 
 
 def parse(entry: Mapping[str, Any]) -> Spec:

@@ -57,6 +57,11 @@ class Spec:
         return "; ".join(parts)
 
 
+def problems(entry: Mapping[str, Any], where: str) -> list[str]:
+    """The rules of a `media` entry beyond the schema's: none (its URI, name and count are the schema's patterns)."""
+    return []
+
+
 def parse(entry: Mapping[str, Any]) -> Spec:
     """A validated `verify.device` entry -> Spec."""
     original = entry.get("original") or {}

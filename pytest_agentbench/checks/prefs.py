@@ -40,7 +40,7 @@ from pytest_agentbench.checks.base import (
     snapshot_error,
     unreadable,
 )
-from pytest_agentbench.checks.values import MATCHER_KEYS, Matcher, as_text, in_answer, parse_matcher
+from pytest_agentbench.checks.values import MATCHER_KEYS, Matcher, alternatives_problems, as_text, in_answer, parse_matcher
 
 KIND = "sharedPreferences"
 USES_BEFORE = False
@@ -95,6 +95,15 @@ def _expectation(entry: Mapping[str, Any]) -> Expectation:
         items = ListKeys(entry["list"]["count"], entry["list"]["item"])
         return Expectation(items.count, parse_matcher(matcher_part), entry.get("type"), items)
     return Expectation(entry["key"], parse_matcher(matcher_part), entry.get("type"))
+
+
+def problems(entry: Mapping[str, Any], where: str) -> list[str]:
+    """The rules of a `sharedPreferences` entry a schema cannot say: `key` or `list` (or `anyOf` of them) with one matcher."""
+    # A list's items are compared as read; a stored-type constraint applies to a single key only.
+    typed_lists = [f"{where}{at}: type applies to a key, not to a list (its items are compared as read)"
+                   for at, item in [("", entry), *((f".anyOf[{i}]", x) for i, x in enumerate(entry.get("anyOf") or ()))]
+                   if isinstance(item, Mapping) and "list" in item and "type" in item]
+    return typed_lists or alternatives_problems(where, entry, "key", "list")
 
 
 def parse(entry: Mapping[str, Any]) -> Spec:

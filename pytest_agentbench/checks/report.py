@@ -139,6 +139,26 @@ class Spec:
         return tuple(dict.fromkeys(bug.shows.device_path for bug in self.bugs if bug.shows is not None))
 
 
+def problems(entry: Mapping[str, Any], where: str) -> list[str]:
+    """The rules of a `report` entry a schema cannot say: unique bug names, patterns that compile, minFound within reach."""
+    found = []
+    names: dict[str, int] = {}
+    for index, bug in enumerate(entry.get("bugs") or []):
+        if bug["name"] in names:
+            found.append(f"{where}.bugs[{index}].name: expected a name no other bug has, got {bug['name']!r} "
+                         f"(also bugs[{names[bug['name']]}])")
+        names.setdefault(bug["name"], index)
+        for number, pattern in enumerate(bug.get("patterns") or []):
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                found.append(f"{where}.bugs[{index}].patterns[{number}]: expected a regular expression, "
+                             f"got {pattern!r} ({exc})")
+    if isinstance(entry.get("minFound"), int) and entry["minFound"] > len(entry.get("bugs") or []):
+        found.append(f"{where}.minFound: expected at most the number of bugs ({len(entry['bugs'])}), got {entry['minFound']}")
+    return found
+
+
 def parse(entry: Mapping[str, Any]) -> Spec:
     """A validated `verify.device` entry -> Spec."""
     bugs = []
@@ -227,11 +247,6 @@ def find_bugs(spec: Spec, answer: str, events: Mapping[str, Sequence[Mapping[str
                                  else "no sentence reports it")
     found = {bug.name: sentences[assignment[bug.name]] for bug in spec.bugs if bug.name in assignment}
     return Finding(found, {name: why for name, why in why_not.items() if name not in found})
-
-
-def found_bugs(spec: Spec, answer: str) -> dict[str, str]:
-    """Bug name -> the sentence that reports it (no event log: for bugs without `shows`)."""
-    return find_bugs(spec, answer).found
 
 
 def validate(before: Mapping[str, Any] | None, after: Mapping[str, Any], spec: Spec, context: CheckContext) -> Check:

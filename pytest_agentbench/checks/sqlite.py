@@ -31,6 +31,7 @@ fails the check with a sentence.
 from __future__ import annotations
 
 import posixpath
+import re
 import sqlite3
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -92,6 +93,23 @@ class Spec:
 def _sqlite_value(value: Any) -> Any:
     # SQLite has no booleans: true is stored as 1.
     return int(value) if isinstance(value, bool) else value
+
+
+def problems(entry: Mapping[str, Any], where: str) -> list[str]:
+    """The rules of a `sqlite` entry a schema cannot say: one of rows, includes or count; one of query or schemas; SELECT statements only."""
+    found = []
+    given = [key for key in ("rows", "includes", "count") if key in entry]
+    if len(given) != 1:
+        found.append(f"{where}: expected exactly one of rows, includes or count, got {', '.join(given) or 'none'}")
+    if ("query" in entry) == ("schemas" in entry):
+        found.append(f"{where}: expected exactly one of query or schemas (one query per known schema)")
+    queries = [(f"{where}.query", entry["query"])] if "query" in entry else [
+        (f"{where}.schemas[{index}].query", schema.get("query", ""))
+        for index, schema in enumerate(entry.get("schemas") or []) if isinstance(schema, Mapping)]
+    for key, query in queries:
+        if not re.match(r"\s*(SELECT|WITH)\b", query, re.IGNORECASE):
+            found.append(f"{key}: expected one SELECT (or WITH ... SELECT) statement, got {query[:80]!r}")
+    return found
 
 
 def parse(entry: Mapping[str, Any]) -> Spec:

@@ -13,11 +13,85 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_agentbench.checks.base import app_path, show
-from pytest_agentbench.suite.device_rules import MATCHER_KEYS, MIN_PHONE_DIGITS
 from pytest_agentbench.text import answer_key_values, normalize_answer_line, same_answer_value
 
-__all__ = ["MATCHER_KEYS", "MIN_PHONE_DIGITS", "Matcher", "PrefRef", "as_text", "digits_of", "json_lookup", "parse_matcher",
-           "path_text", "same_value", "split_path"]
+__all__ = ["MATCHER_KEYS", "MIN_PHONE_DIGITS", "Matcher", "PrefRef", "alternatives_problems", "as_text", "digits_of", "json_lookup",
+           "matcher_problems", "mentions", "parse_matcher", "path_text", "same_value", "split_path"]
+
+MATCHER_KEYS = ("equals", "contains", "matches", "digits", "exists", "inAnswer")
+#: Phone numbers compare by their last digits; fewer than this many would match almost anything.
+MIN_PHONE_DIGITS = 4
+
+
+# ----------------------------------------------------------------------------- a suite's matchers, validated
+# The rules a schema cannot say, for the kinds that hold matchers; each problem names the key path,
+# the value and what was expected, like the schema's own.
+
+
+def matcher_problems(where: str, raw: Any) -> list[str]:
+    """A bad regular expression or a phone number with too few digits in one matcher."""
+    if not isinstance(raw, Mapping):
+        return []
+    problems = []
+    pattern = raw.get("matches")
+    if isinstance(pattern, str):
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            problems.append(f"{where}.matches: expected a regular expression, got {pattern!r} ({exc})")
+    digits = raw.get("digits")
+    if isinstance(digits, str) and sum(char.isdigit() for char in digits) < MIN_PHONE_DIGITS:
+        problems.append(f"{where}.digits: expected a phone number with at least {MIN_PHONE_DIGITS} digits, got {digits!r}")
+    return problems
+
+
+def _one_matcher(where: str, entry: Mapping[str, Any], subject: str) -> list[str]:
+    present = [key for key in MATCHER_KEYS if key in entry]
+    if len(present) != 1:
+        got = ", ".join(present) if present else "none"
+        return [f"{where}: expected exactly one matcher ({', '.join(MATCHER_KEYS)}) for its {subject}, got {got}"]
+    return matcher_problems(where, entry)
+
+
+def _subject_problems(where: str, entry: Mapping[str, Any], subjects: tuple[str, ...]) -> list[str]:
+    """Exactly one of the subjects (`key` or `list` of a preference; `path` of a JSON file)."""
+    given = [subject for subject in subjects if subject in entry]
+    if len(given) > 1:
+        return [f"{where}: expected one of {' or '.join(subjects)}, got both"]
+    if not given:
+        wanted = " (or ".join(subjects) + ")" * (len(subjects) - 1)
+        return [f"{where}.{subjects[0]}: required key is missing (expected {wanted})"]
+    return []
+
+
+def _given(entry: Mapping[str, Any], subjects: tuple[str, ...]) -> str:
+    return next(subject for subject in subjects if subject in entry)
+
+
+def alternatives_problems(where: str, entry: Mapping[str, Any], *subjects: str) -> list[str]:
+    """`key`/`list`/`path` with one matcher, or `anyOf` of such, never both."""
+    if "anyOf" in entry:
+        extra = [key for key in (*subjects, "type", *MATCHER_KEYS) if key in entry]
+        if extra:
+            subject = next((key for key in subjects if key in entry), subjects[0])
+            return [f"{where}: expected either anyOf or {subject} with a matcher, got both (anyOf and {', '.join(extra)})"]
+        problems = []
+        for index, item in enumerate(entry["anyOf"]):
+            at = f"{where}.anyOf[{index}]"
+            problems += _subject_problems(at, item, subjects) or _one_matcher(at, item, _given(item, subjects))
+        return problems
+    if not any(candidate in entry for candidate in subjects):
+        return [f"{where}.{subjects[0]}: required key is missing (or give anyOf: a list of {{{subjects[0]}, matcher}})"]
+    return _subject_problems(where, entry, subjects) or _one_matcher(where, entry, _given(entry, subjects))
+
+
+def mentions(value: Any, key: str) -> bool:
+    """Whether a key appears anywhere in a suite value (mappings and lists, at any depth)."""
+    if isinstance(value, Mapping):
+        return key in value or any(mentions(child, key) for child in value.values())
+    if isinstance(value, list):
+        return any(mentions(child, key) for child in value)
+    return False
 
 
 @dataclass(frozen=True)

@@ -6,12 +6,11 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from pytest_agentbench.checks import checks_of_suite
 from pytest_agentbench.run.invocation import InvocationOptions, build_invocation
 from pytest_agentbench.run.preflight import DEVICE_STAGING_DIR
 from pytest_agentbench.run.seed import plan_seeds
 from pytest_agentbench.servers import ServerProfile
-from pytest_agentbench.suite import Suite
+from pytest_agentbench.suite import Suite, checks_of_suite
 
 
 class DryRunOptions(InvocationOptions):

@@ -17,21 +17,31 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_agentbench.checks import checks_of_suite
+from pytest_agentbench.baseline.fingerprints import requested_model, suite_digest
+from pytest_agentbench.baseline.server_build import ServerBuild, adb_client_versions, agent_cli_version, server_build_fingerprint
 from pytest_agentbench.errors import AgentbenchError, AgentProcessError
+from pytest_agentbench.records.run import ProcessOutcome, Run
 from pytest_agentbench.run.artifacts import PrivateDaemon, RunArtifacts, agent_workdir_parent, write_run_files
 from pytest_agentbench.run.cleanup import run_cleanup
 from pytest_agentbench.run.confine import AgentConfinement, SandboxMode
-from pytest_agentbench.run.fingerprints import requested_model, suite_digest
 from pytest_agentbench.run.invocation import Invocation, InvocationOptions, build_invocation
 from pytest_agentbench.run.postrun import PostRunState, read_post_run_state, stop_run_daemons
-from pytest_agentbench.records.run import ProcessOutcome, Run
+from pytest_agentbench.run.preflight import preflight_suite
 from pytest_agentbench.run.relay_hub import RELAY_LOG_NAME, RelayHub, ServerLaunch
 from pytest_agentbench.run.runner import StreamProgress, run_agent
 from pytest_agentbench.run.seal import seal
-from pytest_agentbench.run.preflight import preflight_suite
-from pytest_agentbench.run.server_build import ServerBuild, adb_client_versions, agent_cli_version, server_build_fingerprint
 from pytest_agentbench.servers.probe import ToolClasses, probe_tools
+from pytest_agentbench.suite import checks_of_suite
+
+# The pytest glue reaches the run stage only through this module (tests/test_layers.py): besides
+# measure_run and finish_device_work, these are the parts of a run it sets up or shows itself.
+from pytest_agentbench.run import shutdown  # noqa: F401 (the glue's signal handling)
+from pytest_agentbench.run.artifacts import new_run_dir  # noqa: F401 (the run directory fixture)
+from pytest_agentbench.run.confine import resolve_mode  # noqa: F401 (--agentbench-sandbox)
+from pytest_agentbench.run.dryrun import SECTION as DRY_RUN_SECTION  # noqa: F401
+from pytest_agentbench.run.dryrun import current_environ, dry_run_text  # noqa: F401 (--agentbench-dry-run)
+from pytest_agentbench.run.preflight import DEVICE_STAGING_DIR, PreflightResult, run_preflight  # noqa: F401
+from pytest_agentbench.run.seed import plan_seeds  # noqa: F401 (a prove scenario's seed step)
 
 if TYPE_CHECKING:
     from pytest_agentbench.checks.base import DeviceReads

@@ -13,18 +13,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Mapping, Sequence
 from xml.sax.saxutils import escape, quoteattr
 
-from pytest_agentbench.checks import checks_of_suite
+from pytest_agentbench.baseline.fingerprints import device_fingerprint_script, parse_app_build, parse_device_fingerprint
 from pytest_agentbench.checks.base import DeviceReads, Read
 from pytest_agentbench.checks.read import batch_script, read_device, save_reads, split_batch, utc_now
 from pytest_agentbench.device.adb import Adb
 from pytest_agentbench.device.capture import ScreenCapture, capture_screen, capture_script, hierarchy_of, split_capture
+from pytest_agentbench.device.rootshell import known_su_form, remember_su_form, rooted, su_form_for
 from pytest_agentbench.device.shellscript import Script, quote, sh
 from pytest_agentbench.device.uiautomator import app_texts, missing_texts, parse_hierarchy
 from pytest_agentbench.errors import DeviceUnavailable, PreflightError
-from pytest_agentbench.device.rootshell import known_su_form, remember_su_form, rooted, su_form_for
-from pytest_agentbench.run.fingerprints import device_fingerprint_script, parse_app_build, parse_device_fingerprint
 from pytest_agentbench.run.seed import plan_seeds
-from pytest_agentbench.suite import AppSpec, PrefValue, PreflightSpec
+from pytest_agentbench.suite import AppSpec, PrefValue, PreflightSpec, checks_of_suite
 
 if TYPE_CHECKING:
     from pytest_agentbench.device.pool import ClaimedDevice

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pytest_agentbench.device.shellscript import Script, sh
-from pytest_agentbench.suite.seed import PICTURES_DIR, PhotoSeed, SeedStep, SmsSeed
+from pytest_agentbench.checks.seed import PICTURES_DIR, PhotoSeed, SeedStep, SmsSeed
 
 SMS_INBOX_URI = "content://sms/inbox"
 SCAN_ACTION = "android.intent.action.MEDIA_SCANNER_SCAN_FILE"

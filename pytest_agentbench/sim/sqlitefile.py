@@ -68,9 +68,3 @@ def open_db(fs: SimFileSystem, path: str, schema: Callable[[sqlite3.Connection],
             fs.write(path, connection.serialize(), mode=DB_MODE)
     finally:
         connection.close()
-
-
-def columns_and_rows(cursor: sqlite3.Cursor) -> tuple[list[str], list[tuple[object, ...]]]:
-    """A cursor's column names and plain-tuple rows (what a provider's Cursor carries)."""
-    columns = [description[0] for description in cursor.description or ()]
-    return columns, [tuple(row) for row in cursor.fetchall()]

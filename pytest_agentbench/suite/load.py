@@ -6,18 +6,19 @@ import math
 import re
 import struct
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
 import yaml
 from jsonschema import Draft202012Validator
 
+from pytest_agentbench.checks import DeviceCheck, SuiteChecks, parse_device_checks, suite_checks
+from pytest_agentbench.checks.seed import SeedStep, parse_seeds, seed_problems, seeds_cleanup_watches
 from pytest_agentbench.errors import SuiteError
+from pytest_agentbench.suite import params
 from pytest_agentbench.suite.device_rules import device_problems
 from pytest_agentbench.suite.schema import key_path, python_type, schema_problems, show, suite_schema
-from pytest_agentbench.suite import params
-from pytest_agentbench.suite.seed import SeedStep, parse_seeds, seed_problems
 
 if TYPE_CHECKING:
     from pytest_agentbench.suite.params import Instance
@@ -77,14 +78,19 @@ class ClaudeSpec:
 class VerifySpec:
     """The hard checks: texts the final answer and the post-run screen must show, device checks, shell use.
 
-    ``device`` keeps the validated `verify.device` entries as mappings; the checks stage
-    (`checks.parse_device_checks`) turns them into typed specs.
+    ``device`` keeps the validated `verify.device` entries as written (the digest and cleanup's
+    watched sources read them); ``device_checks`` are the same entries as typed specs, parsed
+    once, here, whenever the spec is built (a suite instance with filled values gets its own).
     """
 
     answer_includes: tuple[str, ...]
     screen_includes: tuple[str, ...]
     device: tuple[Mapping[str, Any], ...] = ()
     no_shell: bool = False
+    device_checks: tuple[DeviceCheck, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "device_checks", parse_device_checks(self.device))
 
 
 @dataclass(frozen=True)
@@ -448,3 +454,9 @@ def fill_placeholders(text: str, *, device_serial: str, package_name: str, run_d
     """
     values = {"deviceSerial": device_serial, "packageName": package_name, "runDirectory": run_directory}
     return _PLACEHOLDER_RE.sub(lambda m: values.get(m.group(1), m.group(0)), text)
+
+
+def checks_of_suite(suite: Suite) -> SuiteChecks:
+    """A suite -> its SuiteChecks for a run: its typed device checks, watching every seed it can run (preflight's and its proofs') and the whole phone."""
+    return suite_checks(suite.verify.device, suite.cleanup, seeds_cleanup_watches(suite.preflight.seed, suite.prove),
+                        device_wide=True, parsed=suite.verify.device_checks)

@@ -6,7 +6,6 @@ its checks and its reports treat its runs exactly as they treat Claude's.
 
 from __future__ import annotations
 
-import io
 import os
 import sys
 from collections.abc import Callable, Mapping
@@ -16,29 +15,13 @@ from typing import TextIO
 import anyio
 
 from pytest_agentbench import __version__
-from pytest_agentbench.agents.cli_options import (
-    CLAUDE_OPTIONS,
-    NO_PROMPT,
-    ParsedArgs,
-    UsageError,
-    help_text,
-    parse_args,
-    print_mode_problem,
-    read_prompt,
-)
-from pytest_agentbench.agents.mcp_client import (
-    ConfigProblem,
-    McpConnection,
-    McpServer,
-    Permissions,
-    connect_timeout,
-    load_mcp_configs,
-    serial_from_system_prompt,
-)
+from pytest_agentbench.agents.cli_options import CLAUDE_OPTIONS, ParsedArgs
+from pytest_agentbench.agents.front_door import FrontDoor, enter
+from pytest_agentbench.agents.mcp_client import McpConnection, connect_timeout
 from pytest_agentbench.agents.model.agent import DEFAULT_MAX_TURNS, SYSTEM_PROMPT, AgentLoop, EpisodeResult, LoopSettings, Step
 from pytest_agentbench.agents.model.endpoint import API_KEY_VARIABLE, ChatClient, EndpointConfig, EndpointConfigError
 from pytest_agentbench.agents.model.mcp_device import McpDevice
-from pytest_agentbench.agents.stream import StreamWriter, write_summary
+from pytest_agentbench.agents.stream import StreamWriter
 from pytest_agentbench.servers.agent_tools import PROFILE_VARIABLE, agent_tool_map, known_profiles
 
 PROGRAM = "agentbench-agent"
@@ -58,32 +41,8 @@ _HELP = {
     "append-system-prompt": "Added to the agent's system prompt",
     "system-prompt": "Replaces the agent's system prompt",
 }
-
-
-def _positive_int(args: ParsedArgs, key: str, default: int) -> int:
-    raw = args.get(key)
-    if raw is None:
-        return default
-    try:
-        value = int(str(raw))
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise UsageError(f"error: --{key} must be a positive integer, got '{raw}'")
-    return value
-
-
-def _budget(args: ParsedArgs) -> float | None:
-    raw = args.get("max-budget-usd")
-    if raw is None:
-        return None
-    try:
-        value = float(str(raw))
-    except ValueError:
-        value = -1.0
-    if not value > 0:
-        raise UsageError("error: --max-budget-usd must be a positive number greater than 0")
-    return value
+DOOR = FrontDoor(PROGRAM, AGENT_VERSION, options=CLAUDE_OPTIONS, description=_DESCRIPTION, help_overrides=_HELP,
+                 default_max_turns=DEFAULT_MAX_TURNS)
 
 
 def _system_prompt(args: ParsedArgs) -> str:
@@ -137,71 +96,48 @@ async def run_session(
             await chat.close()
 
 
+def _needs_model(environ: Mapping[str, str]) -> Callable[[ParsedArgs], str | None]:
+    def check(args: ParsedArgs) -> str | None:
+        if args.get("model") or environ.get(MODEL_VARIABLE):
+            return None
+        return f"Error: {PROGRAM} needs the served model's name: pass --model NAME or set {MODEL_VARIABLE}"
+    return check
+
+
 def run(argv: list[str], *, stdin: TextIO, stdout: TextIO, stderr: TextIO, environ: Mapping[str, str], cwd: str) -> int:
     """Run agentbench-agent with explicit streams (the console script and the tests call this).
 
     Returns:
         The exit status: 0 when the run ended in a successful result, else 1.
     """
-    try:
-        args = parse_args(argv, CLAUDE_OPTIONS)
-        if args.has("help"):
-            stdout.write(help_text(PROGRAM, description=_DESCRIPTION, options=CLAUDE_OPTIONS, overrides=_HELP))
-            return 0
-        if args.has("version"):
-            stdout.write(f"{AGENT_VERSION} ({PROGRAM})\n")
-            return 0
-        max_turns = _positive_int(args, "max-turns", DEFAULT_MAX_TURNS)
-        budget = _budget(args)
-    except UsageError as exc:
-        stderr.write(f"{exc}\n")
-        return 1
-    problem = print_mode_problem(args, PROGRAM)
-    if problem:
-        stderr.write(problem + "\n")
-        return 1
-    output_format = str(args.get("output-format", "text"))
-    model = str(args.get("model") or environ.get(MODEL_VARIABLE) or "")
-    if not model:
-        stderr.write(f"Error: {PROGRAM} needs the served model's name: pass --model NAME or set {MODEL_VARIABLE}\n")
-        return 1
-    prompt = read_prompt(args, stdin)
-    if not prompt.strip():
-        stderr.write(NO_PROMPT + "\n")
-        return 1
-    try:
-        configs = load_mcp_configs(list(args.get("mcp-config", [])))  # type: ignore[arg-type]
-    except ConfigProblem as exc:
-        stderr.write(f"Error: Invalid MCP configuration:\n{exc}\n")
-        return 1
+    request = enter(DOOR, argv, stdin=stdin, stdout=stdout, stderr=stderr, check=_needs_model(environ))
+    if isinstance(request, int):
+        return request
+    args = request.args
+    model = str(args.get("model") or environ.get(MODEL_VARIABLE))
     try:
         endpoint: EndpointConfig | EndpointConfigError = EndpointConfig.from_environ(environ)
     except EndpointConfigError as exc:
         endpoint = exc
-    if budget is not None and isinstance(endpoint, EndpointConfig) and endpoint.pricing is None:
+    if request.budget_usd is not None and isinstance(endpoint, EndpointConfig) and endpoint.pricing is None:
         stderr.write(f"{PROGRAM}: --max-budget-usd is not enforced: no token prices are configured (see docs/agents.md)\n")
-    sink = stdout if output_format == "stream-json" else io.StringIO()
+    sink = request.sink(stdout)
     writer = StreamWriter(
         out=sink, model=model, version=AGENT_VERSION, assistant_model=model,
         api_key_source=API_KEY_VARIABLE if environ.get(API_KEY_VARIABLE) else "none",
         cost_usd=0.0 if isinstance(endpoint, EndpointConfig) and endpoint.pricing is not None else None,
         _id_tag="agent",
     )
-    if args.get("session-id"):
-        writer.session_id = str(args.get("session-id"))
-    connection = McpConnection(
-        servers=[McpServer(name, config) for name, config in configs.items()],
-        permissions=Permissions.from_args(args), stderr=stderr, environ=environ, program=PROGRAM,
-        # Issue 12's contract: the model agent reaches the phone through the official MCP client.
-        client="sdk", device_hint=serial_from_system_prompt(args.get("append-system-prompt")),
-    )
-    settings = LoopSettings(model=model, max_turns=max_turns, system_prompt=_system_prompt(args), budget_usd=budget)
+    request.name_session(writer)
+    # Issue 12's contract: the model agent reaches the phone through the official MCP client.
+    connection = request.connection(stderr=stderr, environ=environ, client="sdk")
+    settings = LoopSettings(model=model, max_turns=request.max_turns or DEFAULT_MAX_TURNS, system_prompt=_system_prompt(args),
+                            budget_usd=request.budget_usd)
     result = anyio.run(
-        lambda: run_session(connection=connection, writer=writer, settings=settings, endpoint=endpoint, prompt=prompt,
+        lambda: run_session(connection=connection, writer=writer, settings=settings, endpoint=endpoint, prompt=request.prompt,
                             environ=environ, cwd=cwd)
     )
-    if output_format != "stream-json":
-        write_summary(sink.getvalue(), output_format, stdout)  # type: ignore[union-attr]
+    request.finish(sink, stdout)
     return result.exit_status if result is not None else 1
 
 

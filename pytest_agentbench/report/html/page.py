@@ -244,7 +244,7 @@ def write_html_report(document: Mapping[str, Any] | SessionResult, path: Path, *
     """Render the session's page to `path` (pictures embedded or in `<stem>_files/`; see assets.py).
 
     Args:
-        document: The session (`SessionResult`) or its document (`report.document.build_session_document`),
+        document: The session (`SessionResult`) or its document (`SessionResult.to_json()`),
             possibly with `statistics`, `comparison` and `unrecorded`.
         path: The page's file.
         environ: The session's environment; secret values in it are masked everywhere on the page.

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from pytest_agentbench.run.fingerprints import UNKNOWN, digest_file, digest_files, digest_json, digest_text, iter_files
+from pytest_agentbench.baseline.fingerprints import UNKNOWN, digest_file, digest_files, digest_json, digest_text, iter_files
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 
