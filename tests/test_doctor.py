@@ -95,12 +95,15 @@ def test_root_line_when_the_probe_was_not_read() -> None:
 
 
 @pytest.mark.parametrize(("variant", "form"), [("magisk", "su -c"), ("root-only", "su root")])
-def test_a_phone_whose_su_takes_another_form_is_ready_with_that_form_named(variant: str, form: str) -> None:
+def test_a_phone_whose_su_takes_another_form_is_ready_with_that_form_named(variant: str, form: str, tmp_path: Path) -> None:
     adb = PhoneAdb(Phone(su_variant=variant))
     assert _line(adb, "chrome-search-engine") == f"chrome-search-engine: ready (com.android.chrome 131.0.6778.200, root: {form})"
     adb.phone.launch("com.google.android.apps.messaging")  # creates bugle_db: its schema is read with that form
     assert _line(adb, "messages-pin-archive").startswith("messages-pin-archive: ready (")
     assert _line(adb, "messages-pin-archive").endswith(f"root: {form})")
+    # The database really was read with that form: a foreign schema is seen.
+    _write_bugle(adb, ["conversations"], tmp_path)
+    assert "not ready: unknown bugle_db schema: tables conversations;" in _line(adb, "messages-pin-archive")
 
 
 @pytest.mark.parametrize("phone", [Phone(su_variant="magisk"), Phone(su_variant="root-only"), Phone(), Phone(props={"ro.build.type": "user"})],
