@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 
 from phoneadb import PhoneAdb
+from pytest_agentbench.checks import sqlite
 from pytest_agentbench.checks.base import RawRead
 from pytest_agentbench.doctor.bugle import query_tables, schema_line
 from pytest_agentbench.doctor.examine import examine_suite
-from pytest_agentbench.doctor.root import as_root, root_line
+from pytest_agentbench.doctor.root import ROOT_READ_KEY, as_root, root_line
 from pytest_agentbench.sim.phone import Phone
 from pytest_agentbench.suite import load_suite
 from pytest_agentbench.suite.instance import instantiate
@@ -55,24 +56,64 @@ def test_a_suite_that_needs_no_root_is_ready_on_a_user_build() -> None:
     assert _line(PhoneAdb(Phone(props={"ro.build.type": "user"})), "wifi-on") == "wifi-on: ready (com.android.settings 14)"
 
 
+ROOT_ID = "uid=0(root) gid=0(root) groups=0(root) context=u:r:su:s0"
+
+
+def _probe_read(outputs: dict[str, str]) -> dict[str, RawRead]:
+    """The su probe's read as the batch returns it: each form's output between rootshell's markers."""
+    text = "".join(f"@@agentbench-su@@ {form}\n{output}\n" for form, output in outputs.items()) + "@@agentbench-su@@ end\n"
+    return {ROOT_READ_KEY: RawRead(0, text)}
+
+
 @pytest.mark.parametrize(("outputs", "form"), [
-    ({"su 0": RawRead(0, "0\n"), "su -c": RawRead(0, "0\n"), "su root": RawRead(0, "0\n")}, "su 0"),
-    # Magisk: `su 0 id -u` is taken as a user name it cannot find; `su -c` works.
-    ({"su 0": RawRead(1, "su: invalid uid/username 'id'\n"), "su -c": RawRead(0, "0\n"), "su root": RawRead(1, "")}, "su -c"),
-    ({"su 0": RawRead(0, "2000\n"), "su -c": RawRead(1, "su: unknown option -c\n"), "su root": RawRead(0, "0\n")}, "su root"),
+    ({"su 0": ROOT_ID, "su -c": ROOT_ID, "su root": ROOT_ID}, "su 0"),
+    # Magisk: `su 0 id` runs `0` as a shell with `id` as its script; `su -c` works.
+    ({"su 0": "/system/bin/sh: id: No such file or directory", "su -c": ROOT_ID, "su root": ""}, "su -c"),
+    ({"su 0": "su: unknown user 0", "su -c": "su: unknown user -c", "su root": ROOT_ID}, "su root"),
 ])
 def test_root_line_picks_the_first_su_form_whose_id_is_root(outputs: dict, form: str) -> None:
-    assert root_line({f"doctor:su:{name}": raw for name, raw in outputs.items()}).form == form
+    assert root_line(_probe_read(outputs)).form == form
 
 
 @pytest.mark.parametrize(("outputs", "says"), [
-    ({name: RawRead(127, "/system/bin/sh: su: inaccessible or not found\n") for name in ("su 0", "su -c", "su root")}, "no `su` on this device"),
-    ({name: RawRead(1, "su: uid 2000 not allowed to su\n") for name in ("su 0", "su -c", "su root")}, "`su` refused the shell"),
-    ({name: RawRead(0, "2000\n") for name in ("su 0", "su -c", "su root")}, "no `su` form gave root"),
+    ({name: "/system/bin/sh: su: inaccessible or not found" for name in ("su 0", "su -c", "su root")}, "no `su` on this device"),
+    ({name: "su: uid 2000 not allowed to su" for name in ("su 0", "su -c", "su root")}, "`su` refused the shell"),
+    ({"su 0": "Permission denied", "su -c": "", "su root": ""}, "`su` refused the shell (Permission denied)"),
+    # A su that does not change user, or prints only the number: not `uid=0(root)`, so misparsed.
+    ({name: "uid=2000(shell) gid=2000(shell)" for name in ("su 0", "su -c", "su root")}, "no `su` form gave root"),
+    ({name: "0" for name in ("su 0", "su -c", "su root")}, "`su 0 id` -> 0, `su -c id` -> 0, `su root id` -> 0; root is `uid=0(root)`"),
+    ({"su 0": "/system/bin/sh: id: No such file or directory"}, "`su -c id` -> not reached"),
 ])
 def test_root_line_says_why_there_is_no_root(outputs: dict, says: str) -> None:
-    result = root_line({f"doctor:su:{name}": raw for name, raw in outputs.items()})
+    result = root_line(_probe_read(outputs))
     assert result.form is None and says in result.problem
+
+
+def test_root_line_when_the_probe_was_not_read() -> None:
+    assert "the device's answer stopped before the `su` probe finished" in root_line({}).problem
+    assert root_line({ROOT_READ_KEY: RawRead(None, "")}).form is None
+
+
+@pytest.mark.parametrize(("variant", "form"), [("magisk", "su -c"), ("root-only", "su root")])
+def test_a_phone_whose_su_takes_another_form_is_ready_with_that_form_named(variant: str, form: str, tmp_path: Path) -> None:
+    adb = PhoneAdb(Phone(su_variant=variant))
+    assert _line(adb, "chrome-search-engine") == f"chrome-search-engine: ready (com.android.chrome 131.0.6778.200, root: {form})"
+    adb.phone.launch("com.google.android.apps.messaging")  # creates bugle_db: its schema is read with that form
+    assert _line(adb, "messages-pin-archive").startswith("messages-pin-archive: ready (")
+    assert _line(adb, "messages-pin-archive").endswith(f"root: {form})")
+    # The database really was read with that form: a foreign schema is seen.
+    _write_bugle(adb, ["conversations"], tmp_path)
+    assert "not ready: unknown bugle_db schema: tables conversations;" in _line(adb, "messages-pin-archive")
+
+
+@pytest.mark.parametrize("phone", [Phone(su_variant="magisk"), Phone(su_variant="root-only"), Phone(), Phone(props={"ro.build.type": "user"})],
+                         ids=["magisk", "root-only", "aosp", "user"])
+def test_the_doctors_su_form_is_the_fingerprints_suform(phone: Phone) -> None:
+    from pytest_agentbench.device.rootshell import NO_SU
+    from pytest_agentbench.run.fingerprints import device_fingerprint_script, parse_device_fingerprint
+    fingerprint = parse_device_fingerprint(phone.shell(device_fingerprint_script().text).stdout.decode())
+    report = examine_suite(PhoneAdb(phone), "sim", _suite("chrome-search-engine"), testbed_checks={}, sleep=lambda _s: None)
+    assert (report.su_form or NO_SU) == fingerprint["suForm"]
 
 
 def test_as_root_quotes_the_command_for_each_form() -> None:
@@ -141,25 +182,62 @@ def _write_bugle(adb: PhoneAdb, tables: list[str], tmp_path: Path) -> None:
     adb.phone.fs.write("/data/data/com.google.android.apps.messaging/databases/bugle_db", path.read_bytes())
 
 
-def test_a_foreign_bugle_db_schema_names_its_tables_and_what_the_query_needs(tmp_path: Path) -> None:
+def test_a_foreign_bugle_db_schema_gets_the_checks_own_sentence_and_the_remedy(tmp_path: Path) -> None:
     adb = PhoneAdb()
     _write_bugle(adb, ["conversations", "messages", "participants"], tmp_path)
     line = _line(adb, "messages-pin-archive")
-    assert ("not ready: unknown bugle_db schema: tables conversations, messages, participants; the check's query needs "
-            "conversation_pins: rewrite messages-pin-archive's query") in line
+    spec = sqlite.parse(_suite("messages-pin-archive").verify.device[0])
+    check_says = sqlite.unknown_schema(spec.device_path, ["conversations", "messages", "participants"], spec.schemas)
+    assert check_says.startswith("unknown bugle_db schema: tables conversations, messages, participants; the known schemas need "
+                                 "conversations + conversation_pins (the simulated Messages")
+    assert f"not ready: {check_says}: add a schema for this app version to messages-pin-archive's check pinned-and-archived" in line
+    assert "(`--agentbench-prove -k messages-pin-archive`)" in line
 
 
-def test_the_simulated_bugle_db_is_the_known_schema() -> None:
+def test_the_simulated_bugle_db_is_a_known_schema() -> None:
     adb = PhoneAdb()
     adb.phone.launch("com.google.android.apps.messaging")  # creates bugle_db
     assert ": ready" in _line(adb, "messages-pin-archive")
 
 
-def test_schema_line_reads_the_query_tables() -> None:
-    query = _suite("messages-pin-archive").verify.device[0]["query"]
+def _spec(**entry) -> sqlite.Spec:
+    return sqlite.parse({"kind": "sqlite", "name": "pins", "package": "com.google.android.apps.messaging",
+                         "database": "bugle_db", "count": 1, **entry})
+
+
+PINS = {"tables": ["conversations", "conversation_pins"], "query": "SELECT 1 FROM conversation_pins", "provenOn": "sim"}
+COLUMN = {"tables": ["conversations"], "query": "SELECT 1 FROM conversations WHERE pinned = 1", "provenOn": "Messages 2025"}
+
+
+@pytest.mark.parametrize(("tables", "schemas", "schema"), [
+    (None, [PINS], None),  # no bugle_db yet: nothing to compare
+    (["conversations", "conversation_pins", "messages"], [PINS, COLUMN], "sim"),
+    (["conversations", "messages"], [PINS, COLUMN], "Messages 2025"),
+])
+def test_schema_line_chooses_as_the_check_does(tables: list | None, schemas: list, schema: str | None) -> None:
+    result = schema_line(tables, _spec(schemas=schemas), "s")
+    assert (result.schema, result.problem) == (schema, None)
+    if tables is not None:
+        assert sqlite.pick_schema_query(tables, _spec(schemas=schemas).schemas) is not None
+
+
+@pytest.mark.parametrize(("tables", "entry", "says"), [
+    (["messages"], {"schemas": [PINS, COLUMN]},
+     "unknown bugle_db schema: tables messages; the known schemas need conversations + conversation_pins (sim); "
+     "conversations (Messages 2025): add a schema for this app version to s's check pins"),
+    ([], {"schemas": [PINS]}, "unknown bugle_db schema: tables none;"),
+    # One plain query: the tables it reads are its schema.
+    (["conversations"], {"query": "SELECT c.name FROM conversations c JOIN conversation_pins p ON p.id = c._id"},
+     "unknown bugle_db schema: tables conversations; the known schemas need conversation_pins + conversations (the check's only query)"),
+])
+def test_schema_line_rejects_a_database_no_schema_fits(tables: list, entry: dict, says: str) -> None:
+    result = schema_line(tables, _spec(**entry), "s")
+    assert result.schema is None and result.problem.startswith(says), result.problem
+
+
+def test_query_tables_reads_from_and_join() -> None:
+    query = _suite("messages-pin-archive").verify.device[0]["schemas"][0]["query"]
     assert query_tables(query) == {"conversations", "conversation_pins"}
-    assert schema_line(None, query).problem is None
-    assert schema_line(["conversations"], query, "s").problem.startswith("unknown bugle_db schema: tables conversations;")
 
 
 def test_messages_not_the_default_sms_app() -> None:

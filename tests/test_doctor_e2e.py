@@ -57,3 +57,20 @@ def test_the_doctor_runs_no_suite_so_it_refuses_the_run_options(lab, tmp_path: P
     done = _doctor(lab, REPO, tmp_path, "--agentbench-prove")
     assert done.returncode == 4
     assert "--agentbench-doctor reads the device and runs no suite: it cannot be combined with" in done.stderr
+
+
+def test_a_phone_whose_su_takes_dash_c_reads_ready_with_that_form(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
+    """A Magisk-style su (`su 0 id` is not root there): the doctor names `su -c`, the fingerprint's suForm, and reads bugle_db with it."""
+    from pytest_agentbench.sim.phone import Phone
+
+    def magisk(index: int) -> Phone:
+        return Phone(serial_hint=f"sim{index}", su_variant="magisk")
+
+    with one_simulated_phone(tmp_path_factory.mktemp("adb-magisk"), phone_factory=magisk) as lab:
+        lab[1].phones[0].launch("com.google.android.apps.messaging")  # creates bugle_db: its schema is read as root
+        done = _doctor(lab, REPO, tmp_path, "-k", "chrome-search-engine or messages-pin-archive")
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-3000:]
+    assert "chrome-search-engine: ready (com.android.chrome 131.0.6778.200, root: su -c)" in output
+    assert "messages-pin-archive: ready (com.google.android.apps.messaging 20240205_00_RC00, root: su -c)" in output
+    assert "2 passed" in output

@@ -56,13 +56,18 @@ def parse_su_form(output: str) -> SuForm | None:
     Returns:
         `su 0`, `su -c` or `su root`, or None (no su, or every form refused or misparsed).
     """
-    pieces = re.split(rf"^{re.escape(_MARK)} (.+?)\r?$", output.replace("\r\n", "\n"), flags=re.MULTILINE)
-    # pieces: [before, form1, text1, form2, text2, ..., "end", after]
-    seen = dict(zip(pieces[1::2], pieces[2::2]))
+    seen = su_form_outputs(output)
     for form in SU_FORMS:
         if form in seen and _ROOT_ID.search(seen[form].strip()):
             return form
     return None
+
+
+def su_form_outputs(output: str) -> dict[str, str]:
+    """What each su form printed in the output of `su_form_probe()` (form -> its text; a form missing was not reached)."""
+    pieces = re.split(rf"^{re.escape(_MARK)} (.+?)\r?$", output.replace("\r\n", "\n"), flags=re.MULTILINE)
+    # pieces: [before, form1, text1, form2, text2, ..., "end", after]
+    return {form: text.strip() for form, text in zip(pieces[1::2], pieces[2::2]) if form in SU_FORMS}
 
 
 def detect_su_form(adb: Adb, serial: str) -> SuForm | None:

@@ -14,9 +14,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_agentbench.checks import sqlite
 from pytest_agentbench.checks.base import RawRead, Read, app_path, cut
 from pytest_agentbench.device.shellscript import sh
-from pytest_agentbench.doctor.bugle import database_tables, schema_line
+from pytest_agentbench.doctor.bugle import database_reads, database_tables, schema_line
 from pytest_agentbench.doctor.needs import Needs
 from pytest_agentbench.doctor.root import as_root
 from pytest_agentbench.suite import Suite
@@ -162,13 +163,8 @@ def _messages_reads(suite: Suite, needs: Needs) -> tuple[Read, ...]:
             Read("doctor:sms:setting", sh("settings", "get", "secure", "sms_default_application")))
 
 
-def _bugle_path(entry: Mapping[str, Any]) -> str:
-    return app_path(entry["package"], f"databases/{entry['database']}")
-
-
 def _messages_root_reads(suite: Suite, needs: Needs, form: str) -> tuple[Read, ...]:
-    return tuple(Read(f"doctor:b64:{_bugle_path(entry)}", as_root(form, "base64", _bugle_path(entry)), binary=True)
-                 for entry in needs.checks_of("sqlite", MESSAGES))
+    return tuple(read for entry in needs.checks_of("sqlite", MESSAGES) for read in database_reads(sqlite.parse(entry), form))
 
 
 def default_sms_holder(role: RawRead | None, setting: RawRead | None) -> str | None:
@@ -187,11 +183,12 @@ def _messages_judge(suite: Suite, needs: Needs, reads: Mapping[str, RawRead], in
         problems.append(f"Messages is not the default SMS app (it is {holder or 'nobody'}): "
                         f"adb shell cmd role add-role-holder {SMS_ROLE} {MESSAGES}")
     for entry in needs.checks_of("sqlite", MESSAGES):
-        tables, problem = database_tables(reads.get(f"doctor:b64:{_bugle_path(entry)}"), entry["database"])
+        spec = sqlite.parse(entry)
+        tables, problem = database_tables(spec, reads)
         if problem:
             problems.append(problem)
             continue
-        result = schema_line(tables, entry["query"], suite.name)
+        result = schema_line(tables, spec, suite.name)
         if result.problem:
             problems.append(result.problem)
     return problems

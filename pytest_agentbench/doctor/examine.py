@@ -1,6 +1,6 @@
 """One suite + a device -> a DoctorReport: `ready`, or each thing missing with its remedy, from batched reads.
 
-Trip 1 (nothing changes): every `su` form's `id -u` when the suite needs root, `pm path` and
+Trip 1 (nothing changes): the `su` probe (device/rootshell.py) when the suite needs root, `pm path` and
 `dumpsys package` of every package it needs, the start-time log, and the probes' plain reads.
 Trip 2, with the `su` form that worked: the probes' root reads (Chrome's Preferences, bugle_db).
 Then, for suites that need the testbed, its contract check (doctor/testbed.py), once per device.
