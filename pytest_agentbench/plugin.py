@@ -1,4 +1,4 @@
-"""pytest hooks only (the pytest11 entry point): options, the session, collection of suite files and saved runs; the items live in items.py."""
+"""pytest hooks only (the pytest11 entry point): options, the session, collection of the suite files the command line names and of saved runs; the items live in items.py."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from pytest_agentbench.progress import PLUGIN_NAME as PROGRESS_PLUGIN_NAME
 from pytest_agentbench.progress import ProgressReporter
 from pytest_agentbench.run import shutdown
 from pytest_agentbench.session import AgentbenchSession, session_key
+from pytest_agentbench.usage import is_named, named_paths
 
 SESSION_PLUGIN_NAME = "agentbench-session"
 FIXTURES_PLUGIN = "pytest_agentbench.fixtures"
@@ -59,6 +60,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> SuiteFile | None:
-    if file_path.suffix == ".yml" and parent.config.stash[session_key].is_suite_dir(file_path.parent.name):
+    # A suite runs an agent (and may spend money): only when the command line names it or a
+    # directory holding it, never from a bare `pytest`, testpaths or the current directory.
+    config = parent.config
+    if file_path.suffix == ".yml" and config.stash[session_key].is_suite_dir(file_path.parent.name) and is_named(file_path, named_paths(config)):
         return SuiteFile.from_parent(parent, path=file_path)
     return None
