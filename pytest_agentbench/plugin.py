@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
+from _pytest.config import create_terminal_writer
 
 from pytest_agentbench import htmlreport
 from pytest_agentbench.items import SuiteFile, collect_saved_runs
@@ -34,6 +36,16 @@ def pytest_configure(config: pytest.Config) -> None:
     htmlreport.register(config)
     if not config.pluginmanager.has_plugin(FIXTURES_PLUGIN):
         config.pluginmanager.import_plugin(FIXTURES_PLUGIN)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    # `--agentbench-json -` puts the session document alone on stdout: pytest's report moves to
+    # stderr before its header is written, so `... --agentbench-json - | jq` reads only JSON.
+    if session.config.stash[session_key].options.json_stdout:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter._tw = create_terminal_writer(session.config, sys.stderr)
 
 
 def pytest_collection(session: pytest.Session) -> bool | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -141,10 +142,15 @@ class AgentbenchSession:
             return
         statistics = self.statistics()
         _add_junit_properties(self.config, [("agentbench.seed", str(self.options.seed)), *junit_properties(statistics)])
-        if self.options.json_path is not None:
-            document = self.session_document()
-            self.options.json_path.parent.mkdir(parents=True, exist_ok=True)
-            self.options.json_path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        if self.options.json_path is not None or self.options.json_stdout:
+            text = json.dumps(self.session_document(), indent=2, ensure_ascii=False) + "\n"
+            if self.options.json_stdout:
+                # pytest's report was sent to stderr (plugin.py), so stdout holds the document alone.
+                sys.stdout.write(text)
+                sys.stdout.flush()
+            else:
+                self.options.json_path.parent.mkdir(parents=True, exist_ok=True)
+                self.options.json_path.write_text(text, encoding="utf-8")
 
     @pytest.hookimpl
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
