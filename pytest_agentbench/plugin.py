@@ -9,6 +9,8 @@ import pytest
 from _pytest.config import create_terminal_writer
 
 from pytest_agentbench import htmlreport
+from pytest_agentbench.interruption import PLUGIN_NAME as INTERRUPTION_PLUGIN_NAME
+from pytest_agentbench.interruption import RunLedger
 from pytest_agentbench.items import SuiteFile, collect_saved_runs
 from pytest_agentbench.options import add_options
 from pytest_agentbench.progress import PLUGIN_NAME as PROGRESS_PLUGIN_NAME
@@ -31,6 +33,7 @@ def pytest_configure(config: pytest.Config) -> None:
     session = config.stash[session_key] = AgentbenchSession(config)
     config.pluginmanager.register(session, SESSION_PLUGIN_NAME)
     config.pluginmanager.register(ProgressReporter(config), PROGRESS_PLUGIN_NAME)
+    config.pluginmanager.register(RunLedger(), INTERRUPTION_PLUGIN_NAME)
     # SIGTERM and SIGHUP stop the agent and the session's processes as Ctrl+C does.
     shutdown.install()
     htmlreport.register(config)
@@ -66,9 +69,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if session is not None and config.pluginmanager.is_registered(session):
         config.pluginmanager.unregister(session)
         shutdown.uninstall()
-    progress = config.pluginmanager.get_plugin(PROGRESS_PLUGIN_NAME)
-    if progress is not None:
-        config.pluginmanager.unregister(progress)
+    for name in (PROGRESS_PLUGIN_NAME, INTERRUPTION_PLUGIN_NAME):
+        plugin = config.pluginmanager.get_plugin(name)
+        if plugin is not None:
+            config.pluginmanager.unregister(plugin)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> SuiteFile | None:

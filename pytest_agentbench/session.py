@@ -22,6 +22,7 @@ from pytest_agentbench.report.aggregate import (
     session_statistics,
     statistics_block,
 )
+from pytest_agentbench.report.baseline_check import baseline_refusal
 from pytest_agentbench.report.document import build_session_document, verdict_status
 from pytest_agentbench.report.summary import fit, render_summary_table, render_verbose_details, verdict_line
 from pytest_agentbench.run.artifacts import agent_workdir_parent
@@ -81,6 +82,9 @@ class AgentbenchSession:
                 self.baseline_session = load_session_document(self.options.compare_path)
             except ValueError as exc:
                 raise pytest.UsageError(str(exc)) from None
+            refusal = baseline_refusal(self.baseline_session, self.options.compare_path)
+            if refusal:
+                raise pytest.UsageError(refusal)
 
     def is_suite_dir(self, name: str) -> bool:
         """Tell whether a directory name marks its ``*.yml`` files as suites."""
@@ -128,6 +132,7 @@ class AgentbenchSession:
             repeat=self.options.repeat, statistics=statistics_block(self.statistics()),
             unrecorded=[run.to_json() for run in self.unrecorded.values()],
             comparison=comparison_block(comparison) if comparison is not None else None,
+            interrupted=_interruption(self.config),
         )
 
     @pytest.hookimpl(tryfirst=True)
@@ -138,7 +143,7 @@ class AgentbenchSession:
         # An incomplete run is reported as xfail, yet the seed's harness exits 1 for it.
         if exitstatus == 0 and any(verdict_status(result) != "passed" for result in self.results):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        if not self.results and not self.unrecorded:
+        if not self.results and not self.unrecorded and _interruption(self.config) is None:
             return
         statistics = self.statistics()
         _add_junit_properties(self.config, [("agentbench.seed", str(self.options.seed)), *junit_properties(statistics)])
@@ -220,6 +225,12 @@ def _load_result(path: str) -> dict[str, Any] | None:
         return RunResult.read(Path(path)).to_json()
     except SavedRunError:
         return None
+
+
+def _interruption(config: pytest.Config) -> dict[str, Any] | None:
+    """The session document's `interrupted` block (see interruption.py), None for a session that ran to its end."""
+    ledger = config.pluginmanager.get_plugin("agentbench-interruption")
+    return ledger.record() if ledger is not None else None
 
 
 def _now() -> str:

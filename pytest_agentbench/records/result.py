@@ -259,6 +259,8 @@ class SessionResult:
         unrecorded: Runs that left none (`Unrecorded.to_json()`), counted as incomplete.
         statistics: `report.aggregate.statistics_block(...)`, when computed.
         comparison: `report.ab.comparison_block(...)` with `--agentbench-compare`.
+        interrupted: A session that ended early: `{"by", "runsCollected", "notRun"}` (what stopped
+            it, how many runs it collected, the node ids of those that got no verdict).
     """
 
     runs: tuple[RunResult, ...]
@@ -270,6 +272,7 @@ class SessionResult:
     statistics: Mapping[str, Any] | None = None
     comparison: Mapping[str, Any] | None = None
     timing: Mapping[str, Any] | None = None
+    interrupted: Mapping[str, Any] | None = None
 
     def counts(self) -> dict[str, int]:
         counts = {"passed": 0, "failed": 0, "incomplete": 0}
@@ -294,6 +297,8 @@ class SessionResult:
             document["statistics"] = _plain(dict(self.statistics))
         if self.comparison is not None:
             document["comparison"] = _plain(dict(self.comparison))
+        if self.interrupted is not None:
+            document["interrupted"] = _plain(dict(self.interrupted))
         return document
 
     @classmethod
@@ -309,4 +314,5 @@ class SessionResult:
             statistics=_plain(data.get("statistics")),
             comparison=_plain(data.get("comparison")),
             timing=_plain(data.get("timing")),
+            interrupted=_plain(data.get("interrupted")) if isinstance(data.get("interrupted"), Mapping) else None,
         )

@@ -61,6 +61,7 @@ def build_session_document(
     statistics: Mapping[str, Any] | None = None,
     unrecorded: Sequence[Mapping[str, Any]] = (),
     comparison: Mapping[str, Any] | None = None,
+    interrupted: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The `--agentbench-json` document: every run's result.json, verdict counts, statistics, the comparison.
 
@@ -76,6 +77,8 @@ def build_session_document(
         statistics: `report.aggregate.statistics_block(...)`.
         unrecorded: Runs without a result document (`Unrecorded.to_json()`), counted as incomplete.
         comparison: `report.ab.comparison_block(...)` with `--agentbench-compare`.
+        interrupted: For a session that ended early (Ctrl+C, a signal, `-x`): what stopped it, the
+            runs collected and the runs that got no verdict (`interruption.RunLedger.record`).
     """
     counts = {"passed": 0, "failed": 0, "incomplete": 0}
     for result in results:
@@ -97,6 +100,8 @@ def build_session_document(
         document["statistics"] = dict(statistics)
     if comparison is not None:
         document["comparison"] = dict(comparison)
+    if interrupted is not None:
+        document["interrupted"] = dict(interrupted)
     return document
 
 
