@@ -196,6 +196,9 @@ def test_a_documented_command_runs_as_written_without_a_phone(line: str, adb_ser
     # A model endpoint nothing listens on stands for the docs' 127.0.0.1:8077 (which might be taken here).
     port = free_port()
     exports = {name: value.replace("127.0.0.1:8077", f"127.0.0.1:{port}") for name, value in documented.exports}
+    if "ANDROID_ADB_SERVER_PORT" in exports:
+        # The docs' private adb server (`export ANDROID_ADB_SERVER_PORT=48743`) is this test's.
+        exports["ANDROID_ADB_SERVER_PORT"] = str(adb_server.port)
     env = session_env(adb_server.port, tmp_path / "claims", **exports)
     if "AGENTBENCH_OPENAI_BASE_URL" not in exports:
         env.pop("AGENTBENCH_OPENAI_BASE_URL", None)
