@@ -90,6 +90,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     # A session that cannot run its suites (no agent program, no phone) stops here, once, before
     # collection; the adb server the check had to start serves the session and is stopped after it.
     started = check_before_collection(config, options, pinnable=state.profile.pinnable)
+    _start_shared_warm_starts(config)
     if started is None and _distributes(config) and not options.dry_run and parse_device_option(options.device)[0]:
         # Under xdist every worker would race to start (and later kill) a shared adb server; the
         # controller owns it instead, so no worker stops it under a sibling's feet.
@@ -101,33 +102,66 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    warm = config.stash.get(_controller_warm_key, None)
+    if warm is not None:
+        warm.stop()
     adb = config.stash.get(_controller_adb_key, None)
     if adb is not None:
         adb.kill_server()
         shutdown.forget(config.stash[_controller_forced_key])
 
 
+_controller_warm_key = pytest.StashKey["WarmStarts"]()
+#: The `workerinput` key that hands xdist workers the controller's warm-start socket.
+WARM_SOCKET_INPUT = "agentbench_warm_socket"
+
+
+def _wants_warm_starts(config: pytest.Config) -> bool:
+    # Only when a run starts our Python programs: the built-in MCP server or the replay agent.
+    session = config.stash[session_key]
+    options = session.options
+    uses_ours = session.profile.name == "agentbench" or Path(options.claude).name == "agentbench-replay"
+    return options.warm_start and uses_ours and not options.dry_run
+
+
+def _start_shared_warm_starts(config: pytest.Config) -> None:
+    # Under xdist the controller starts one warm-start server for every worker: each would
+    # otherwise import the MCP SDK and the package again (about 0.5 s of CPU per worker).
+    if not _distributes(config) or not _wants_warm_starts(config):
+        return
+    from pytest_agentbench.warm.forkserver import start_fork_server
+
+    config.stash[_controller_warm_key] = start_fork_server(log_path=config.stash[session_key].options.output / WARM_LOG_NAME)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:  # xdist's hook, on the controller, once per worker
+    warm = node.config.stash.get(_controller_warm_key, None)
+    if warm is not None:
+        node.workerinput[WARM_SOCKET_INPUT] = str(warm.socket_path)
+
+
 @contextlib.contextmanager
 def warm_starts(config: pytest.Config) -> Iterator[None]:
     """The warm-start server for this process's runs, while they run (see pytest_agentbench.warm).
 
-    Started with the device pool, so only a session that runs something pays for it (one per
-    xdist worker), and only when a run starts our Python programs: the built-in MCP server or
-    the replay agent. The agent inherits the variable from this process's environment, and the
-    agent's MCP server from the agent. Off with the ini option `agentbench_warm_start = false`.
+    Started with the device pool, so only a session that runs something pays for it, and only
+    when a run starts our Python programs. Under xdist the workers use the one server their
+    controller started (`pytest_configure_node`). The agent inherits the variable from this
+    process's environment, and the agent's MCP server from the agent. Off with the ini option
+    `agentbench_warm_start = false`.
     """
-    session = config.stash[session_key]
-    options = session.options
-    uses_ours = session.profile.name == "agentbench" or Path(options.claude).name == "agentbench-replay"
-    if not options.warm_start or not uses_ours:
+    if not _wants_warm_starts(config):
         yield
         return
-    from pytest_agentbench.warm.forkserver import start_fork_server
+    shared = getattr(config, "workerinput", {}).get(WARM_SOCKET_INPUT)
+    warm = None
+    if shared is None:
+        from pytest_agentbench.warm.forkserver import start_fork_server
 
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
-    warm = start_fork_server(log_path=options.output / (f"warm-starts-{worker}.log" if worker else WARM_LOG_NAME))
+        warm = start_fork_server(log_path=config.stash[session_key].options.output / WARM_LOG_NAME)
     previous = os.environ.get(SOCKET_VARIABLE)
-    os.environ[SOCKET_VARIABLE] = str(warm.socket_path)
+    os.environ[SOCKET_VARIABLE] = shared if shared is not None else str(warm.socket_path)
     try:
         yield
     finally:
@@ -135,7 +169,8 @@ def warm_starts(config: pytest.Config) -> Iterator[None]:
             os.environ.pop(SOCKET_VARIABLE, None)
         else:
             os.environ[SOCKET_VARIABLE] = previous
-        warm.stop()
+        if warm is not None:
+            warm.stop()
 
 
 @pytest.fixture

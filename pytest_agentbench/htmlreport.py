@@ -1,9 +1,10 @@
-"""`--agentbench-html PATH` -> the HtmlReport plugin: renders the session's page at sessionfinish and names it in the summary.
+"""`--agentbench-html PATH` -> the HtmlReport plugin: renders the session's page at sessionfinish and names it last in the terminal.
 
 As pytest-html does: `plugin.pytest_configure` registers one HtmlReport (never on an xdist
-worker, whose reports reach the controller anyway), the page is rendered once at
-`pytest_sessionfinish` from the session document, and the terminal summary gets one
-`write_sep` line naming the file.
+worker, whose reports reach the controller anyway) and the page is rendered once at
+`pytest_sessionfinish` from the session document. Unlike pytest-html, the line naming the file
+is written at `pytest_unconfigure`, after pytest's closing summary line, so it is the last
+line of the session's output.
 """
 
 from __future__ import annotations
@@ -40,14 +41,17 @@ class HtmlReport:
             return
         self.seconds = time.perf_counter() - started
 
-    @pytest.hookimpl
-    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
-        if self.config.get_verbosity() < 0:
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        # The page's line is the terminal's last: after the agentbench summary, pytest's short
+        # summary and its closing "N passed" line, where a user looks once the session ends.
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is None or config.get_verbosity() < 0:
             return
         if self.problem:
-            terminalreporter.write_sep("-", f"agentbench html report: {self.problem}", red=True)
+            reporter.write_line(f"agentbench html report: {self.problem}", red=True)
         elif self.seconds is not None:
-            terminalreporter.write_sep("-", f"agentbench html report: {self.path.as_uri()} ({self.seconds:.1f} s)")
+            reporter.write_line(f"agentbench html report: {self.path.as_uri()} ({self.seconds:.1f} s)")
 
 
 def register(config: pytest.Config) -> None:

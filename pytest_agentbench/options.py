@@ -144,6 +144,11 @@ def add_options(parser: pytest.Parser) -> None:
         help="Confine the agent in an OS sandbox (bubblewrap, docs/isolation.md): auto = where it works, "
              "on = stop if it cannot be had, off = unconfined (recorded and flagged). Default: auto",
     )
+    # --agentbench-doctor (pytest_agentbench/doctor/): one block, so other option edits merge around it.
+    group.addoption(
+        "--agentbench-doctor", dest="agentbench_doctor", action="store_true", default=False,
+        help="Read the device and print, per suite, ready or what the image lacks and the remedy; no agent runs (docs/doctor.md)",
+    )
     parser.addini("agentbench_output", help="Artifact root for run directories, relative to the rootdir", default=DEFAULT_OUTPUT)
     parser.addini(
         "agentbench_suite_dirs", type="args", default=list(DEFAULT_SUITE_DIRS),
@@ -188,6 +193,8 @@ class AgentbenchOptions:
     compare_path: Path | None = None
     html_path: Path | None = None
     prove: bool = False
+    #: `--agentbench-doctor`: each suite item becomes a doctor item (pytest_agentbench/doctor/plugin.py).
+    doctor: bool = False
     #: The resolved `--agentbench-sandbox` (`run.confine.SandboxMode`); None: unconfined (options built by hand).
     sandbox: SandboxMode | None = None
 
@@ -234,8 +241,13 @@ class AgentbenchOptions:
         if prove and (dry_run or record_baseline or config.getoption("agentbench_from_result") or repeat > 1):
             raise pytest.UsageError("--agentbench-prove drives the device without an agent: it cannot be combined with "
                                     "--agentbench-dry-run, --agentbench-record-baseline, --agentbench-from-result or --agentbench-repeat")
+        doctor = bool(config.getoption("agentbench_doctor", False))
+        if doctor and (dry_run or prove or record_baseline or config.getoption("agentbench_from_result") or repeat > 1):
+            raise pytest.UsageError("--agentbench-doctor reads the device and runs no suite: it cannot be combined with "
+                                    "--agentbench-dry-run, --agentbench-prove, --agentbench-record-baseline, "
+                                    "--agentbench-from-result or --agentbench-repeat")
         requested = config.getoption("agentbench_sandbox") or "auto"
-        if dry_run or prove or config.getoption("agentbench_from_result"):
+        if dry_run or prove or doctor or config.getoption("agentbench_from_result"):
             # No agent runs: nothing to confine, and no probe.
             sandbox = SandboxMode("off", requested, reason="no agent runs in this session")
         else:
@@ -264,5 +276,6 @@ class AgentbenchOptions:
             seed=int(config.getoption("agentbench_seed")),
             compare_path=(invocation_dir / compare).absolute() if compare else None,
             prove=prove,
+            doctor=doctor,
             html_path=(invocation_dir / html_path).absolute() if html_path else None,
         )

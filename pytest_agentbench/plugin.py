@@ -9,6 +9,7 @@ import pytest
 from _pytest.config import create_terminal_writer
 
 from pytest_agentbench import htmlreport
+from pytest_agentbench.doctor import plugin as doctor
 from pytest_agentbench.interruption import PLUGIN_NAME as INTERRUPTION_PLUGIN_NAME
 from pytest_agentbench.interruption import RunLedger
 from pytest_agentbench.items import SuiteFile, collect_saved_runs
@@ -37,6 +38,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # SIGTERM and SIGHUP stop the agent and the session's processes as Ctrl+C does.
     shutdown.install()
     htmlreport.register(config)
+    doctor.register(config)
     if not config.pluginmanager.has_plugin(FIXTURES_PLUGIN):
         config.pluginmanager.import_plugin(FIXTURES_PLUGIN)
 

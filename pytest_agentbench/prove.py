@@ -22,6 +22,8 @@ import pytest
 from pytest_agentbench.agents.plan import fill_placeholders
 from pytest_agentbench.audit.prove import Scenario, judge
 from pytest_agentbench.audit.verdict import state_checks
+from pytest_agentbench.device.rootshell import known_su_form, rooted
+from pytest_agentbench.device.shellscript import sh
 from pytest_agentbench.errors import ProveFailed
 from pytest_agentbench.report.text import cleanup_section
 from pytest_agentbench.run.artifacts import RunArtifacts
@@ -130,7 +132,9 @@ async def _play(steps: tuple[ProveStep, ...], device: ClaimedDevice, suite: Suit
                     return f"step {number} ({step.describe()}) failed: {text[:300]}"
                 continue
             if step.adb:
-                words = [fill_placeholders(word, values) for word in step.adb]
+                # A scenario's `su 0 ...` runs in the device's su form, like the harness's own root commands.
+                words = rooted(sh(*(fill_placeholders(word, values) for word in step.adb)),
+                               known_su_form(device.adb, device.serial))
                 result = await anyio.to_thread.run_sync(
                     lambda: device.adb.shell(device.serial, words, check=False, timeout_s=ADB_STEP_TIMEOUT_S))
                 ok, text = result.exit_code == 0, result.stdout.strip()
@@ -162,5 +166,6 @@ def _seed(device: ClaimedDevice, step: ProveStep) -> tuple[bool, str]:
     for remote, data in plan.files:
         device.adb.push(device.serial, data, remote, mode=0o644)
     ((_, command),) = plan.steps
+    command = rooted(command, known_su_form(device.adb, device.serial))
     result = device.adb.shell(device.serial, command, check=False, timeout_s=ADB_STEP_TIMEOUT_S)
     return result.exit_code == 0, result.stdout.strip() or f"exit {result.exit_code}"

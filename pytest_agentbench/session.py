@@ -56,8 +56,8 @@ class AgentbenchSession:
             self.profile: ServerProfile = get_profile(self.options.server, automobile_dir=self.options.automobile_dir)
         except ConfigError as exc:
             raise pytest.UsageError(str(exc)) from exc
-        # A dry run, a re-render and a prove run no agent, so only a measured run refuses a stale build.
-        measures = not self.options.dry_run and not self.options.from_results and not self.options.prove
+        # A dry run, a re-render, a prove and the doctor run no agent, so only a measured run refuses a stale build.
+        measures = not self.options.dry_run and not self.options.from_results and not self.options.prove and not self.options.doctor
         stale = self.profile.stale_build() if self.profile.stale_build and measures else None
         if stale:
             raise pytest.UsageError(f"agentbench_server = {self.profile.name}: {stale}")

@@ -38,6 +38,17 @@ def _runs_on_after(text: str, end: int, last: str) -> bool:
     return last.isdigit() and after in ".," and end + 1 < len(text) and text[end + 1].isdigit()
 
 
+def normalize_spaces(text: str) -> str:
+    """Every run of Unicode whitespace as one ASCII space, stripped: what the observe text shows.
+
+    Android 14+ formats times with U+202F (narrow no-break space) before AM/PM and many apps use
+    U+00A0; the observe text shows them as plain spaces (`str.split` splits on every Unicode
+    space), so a suite or an agent writing `12:30 PM` must match the real `12:30\u202fPM`. The
+    screen oracle, `tapOn(text)` and the observe text all go through this one rule.
+    """
+    return " ".join(text.split())
+
+
 def standalone_match(haystack: str, needle: str, *, ignore_case: bool) -> bool:
     """Tell whether `needle` occurs in `haystack` without running on into a letter or digit.
 

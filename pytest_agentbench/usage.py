@@ -73,8 +73,8 @@ def uses_devices(config: pytest.Config, options: AgentbenchOptions) -> bool:
 
 
 def runs_agents(config: pytest.Config, options: AgentbenchOptions) -> bool:
-    """Whether this session starts agents (it drives devices, and is not a proof, which plays no agent)."""
-    return uses_devices(config, options) and not options.prove
+    """Whether this session starts agents (it drives devices, and is neither a proof nor the doctor, which play no agent)."""
+    return uses_devices(config, options) and not options.prove and not options.doctor
 
 
 def agent_problem(command: str, environ: Mapping[str, str]) -> str | None:

@@ -127,6 +127,8 @@ COMMANDS: dict[str, How] = {
     'pytest benchmark/ --device emulator-5554 --agentbench-prove -k "wifi_on and prove-fail"': How("no-phone"),
     "pytest benchmark/agent/suites/bug-repro.yml --device sim --claude agentbench-replay": How("run", expect=("1 passed",)),
     "pytest benchmark/ --device emulator-5554": How("no-phone"),
+    "pytest benchmark/ --device emulator-5554 --agentbench-doctor": How("no-phone"),
+    "pytest benchmark/ --device sim --agentbench-doctor": How("run", expect=("ready",)),
     "pytest benchmark/ --agentbench-dry-run -k bug_repro": How("run", expect=("1 passed",)),
     "pytest benchmark/agent/suites/ux-flow.yml --agentbench-dry-run": How("run", expect=("1 passed",)),
     "pytest benchmark/ --collect-only -q": How("run", expect=("benchmark/agent/suites/bug-repro.yml::bug-repro", "13 tests collected")),

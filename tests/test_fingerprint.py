@@ -42,6 +42,9 @@ PIXEL_SECTIONS = {
     ),
     "accelerometerRotation": "1",
     "userRotation": "0",
+    "suForm": ("@@agentbench-su@@ su 0\nuid=0(root) gid=0(root) groups=0(root) context=u:r:su:s0\n"
+               "@@agentbench-su@@ su -c\nsu: unknown user -c\n@@agentbench-su@@ su root\n"
+               "uid=0(root) gid=0(root) groups=0(root) context=u:r:su:s0\n@@agentbench-su@@ end"),
 }
 
 PIXEL_FINGERPRINT = {
@@ -62,6 +65,7 @@ PIXEL_FINGERPRINT = {
     "clock": "24",
     "buildId": "UQ1A.240205.004",
     "rotation": "0",
+    "suForm": "su 0",
 }
 
 
@@ -106,6 +110,9 @@ def test_full_output_gives_every_field(crlf):
         ({"uiModeNight": "Night mode: yes"}, "theme", "dark"),
         ({"uiModeNight": "Night mode: auto"}, "theme", "auto"),
         ({"uiModeNight": "Night mode: custom"}, "theme", "custom"),
+        ({"uiModeNight": "Night mode: custom_schedule"}, "theme", "custom_schedule"),
+        ({"uiModeNight": "Night mode: custom_bedtime"}, "theme", "custom_bedtime"),
+        ({"uiModeNight": "Night mode: unknown"}, "theme", "unknown"),
         ({"uiModeNight": "cmd: Can't find service: uimode"}, "theme", "unknown"),
         (
             {"accessibilityServices": "com.google.android.marvin.talkback/.TalkBackService:com.a/.B"},

@@ -10,6 +10,7 @@ and save a screenshot of the page into the test's temp dir. Without Chromium the
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,11 +56,19 @@ READ_PAGE = """
       reasons: [...section.querySelectorAll('ul.reasons li')].map(li => li.textContent.trim()),
       rerendered: !!section.querySelector('h2 .tag'),
       files: [...section.querySelectorAll('p.files a')].map(a => a.textContent.trim()),
+      open: section.querySelector('details.run-body').open,
+      instance: section.dataset.instance, repeat: section.dataset.repeat,
+      identity: Object.fromEntries([...section.querySelectorAll('dl.run-identity > div')].map(d => [text(d, 'dt'), text(d, 'dd')])),
     };
   });
   return {
     title: document.title, decoded, images: [...document.images].map(img => img.naturalWidth),
     rows: [...document.querySelectorAll('#session-table tr.run-row')].map(row => row.dataset.run),
+    table: [...document.querySelectorAll('#session-table tr.run-row')].map(row => ({suite: text(row, 'td a'), instance: text(row, '.instance'),
+             repeat: text(row, '.repeat'), runId: text(row, '.run-id')})),
+    identity: Object.fromEntries([...document.querySelectorAll('#session-identity > div')].map(d => [text(d, 'dt'), text(d, 'dd')])),
+    groups: [...document.querySelectorAll('#failure-groups li.failure-group')].map(li => ({count: Number(li.dataset.count),
+             status: text(li, '.verdict'), reason: text(li, '.reason'), links: [...li.querySelectorAll('a')].map(a => a.getAttribute('href'))})),
     charts: [...document.querySelectorAll('svg.chart')].map(svg => svg.id),
     chartSuites: [...document.querySelectorAll('#pass-rate-chart g.suite')].map(g => g.dataset.suite),
     runs,
@@ -83,6 +92,35 @@ class Page:
         return found
 
 
+# What a reader can do without a script: pick a verdict (CSS hides the rest) and fold or unfold a run.
+READ_INTERACTIONS = """
+(() => {
+  const shown = node => node.getClientRects().length > 0;
+  // A folded run's content keeps its boxes in Chromium (content-visibility: hidden): ask whether it is drawn.
+  const drawn = node => node.checkVisibility();
+  const visible = () => ({
+    runs: [...document.querySelectorAll('section.run')].filter(shown).map(s => s.dataset.suite),
+    rows: [...document.querySelectorAll('#session-table tr.run-row')].filter(shown).length,
+    groups: [...document.querySelectorAll('#failure-groups li.failure-group')].filter(shown).map(li => li.querySelector('.verdict').textContent),
+  });
+  const filters = {};
+  for (const status of ['passed', 'failed', 'incomplete', 'all']) {
+    document.querySelector('#filter-' + status).click();
+    filters[status] = visible();
+  }
+  const folding = [...document.querySelectorAll('section.run')].map(section => {
+    const details = section.querySelector('details.run-body'), summary = details.querySelector('summary');
+    const before = {open: details.open, checks: drawn(section.querySelector('h3'))};
+    summary.click();
+    const after = {open: details.open, checks: drawn(section.querySelector('h3'))};
+    summary.click();
+    return {suite: section.dataset.suite, before, after, back: details.open === before.open};
+  });
+  return {filters, folding};
+})()
+"""
+
+
 def _open(page: Path, shot: Path, terminal: str) -> Page:
     with Browser(chromium_or_skip(), width=1400, height=1000) as browser:
         browser.call("Network.enable")
@@ -90,6 +128,7 @@ def _open(page: Path, shot: Path, terminal: str) -> Page:
         dom = browser.evaluate(READ_PAGE)
         requests = browser.request_urls()
         browser.screenshot(shot)
+        dom["interactions"] = browser.evaluate(READ_INTERACTIONS)
     return Page(page, dom, requests, shot, terminal)
 
 
@@ -155,8 +194,11 @@ def test_every_picture_decodes_and_nothing_is_fetched_from_the_network(committed
     assert committed.requests and all(url.startswith(("file:", "data:")) for url in committed.requests), committed.requests
 
 
-def test_the_terminal_names_the_page_and_the_screenshot_is_saved(committed: Page) -> None:
+def test_the_terminal_names_the_page_last_and_the_screenshot_is_saved(committed: Page) -> None:
     assert f"agentbench html report: {committed.path.as_uri()}" in committed.terminal
+    # After the agentbench summary and pytest's closing line: the last thing the session prints.
+    shown = [line for line in committed.terminal.splitlines() if line.strip()]
+    assert shown[-1].startswith(f"agentbench html report: {committed.path.as_uri()} ("), shown[-3:]
     assert committed.screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -240,3 +282,93 @@ def test_the_repeats_table_in_chromium_shows_the_terminals_k_and_both_incomplete
     assert (rows["seven"]["incomplete (agent's)"], rows["seven"]["judged"], rows["seven"]["pass rate"]) == ("1", "10", "70%")
     assert (rows["gives-up"]["incomplete (agent's)"], rows["gives-up"]["judged"], rows["gives-up"]["pass rate"]) == ("5 (5 agent)", "10", "50%")
     assert "k = 3 for every suite, as the terminal does" in table["note"]
+
+
+# ----------------------------------------------------------------------------- what ran, ids, filters, folding, groups
+
+
+def test_the_header_and_each_run_name_the_agent_model_mcp_server_and_device(committed: Page) -> None:
+    identity = committed.dom["identity"]
+    assert set(identity) == {"agent", "model", "MCP server", "device"}, identity
+    assert identity["agent"].startswith("agentbench-replay ") and identity["MCP server"] == "agentbench"
+    assert identity["model"].startswith("claude-sonnet-5-5 (answered as agentbench-replay)")
+    assert re.fullmatch(r"127\.0\.0\.1:\d+ \(AgentBench Sim, SDK \d+\)", identity["device"]), identity
+    for run in committed.dom["runs"]:
+        assert run["identity"] == identity, run["suite"]
+
+
+def test_the_session_table_carries_each_runs_instance_repeat_and_run_id(committed: Page) -> None:
+    table = committed.dom["table"]
+    assert sorted(row["suite"] for row in table) == ["bug-repro", "ux-flow", "wifi-on"]
+    assert all(row["instance"] == "r1" and row["repeat"] == "1" for row in table), table
+    assert all(re.fullmatch(r"\d{8}T\d{6}Z-[0-9a-f]{8}", row["runId"]) for row in table), table
+    assert all((run["instance"], run["repeat"]) == ("r1", "1") for run in committed.dom["runs"])
+
+
+def test_passed_runs_start_folded_and_each_run_folds_and_unfolds(verdicts: tuple[Page, Path]) -> None:
+    page, _ = verdicts
+    assert {run["suite"]: run["open"] for run in page.dom["runs"]} == {suite: status != "passed" for suite, status in EXPECTED_STATUS.items()}
+    for fold in page.dom["interactions"]["folding"]:
+        assert fold["before"]["open"] == fold["before"]["checks"], fold
+        assert fold["after"] == {"open": not fold["before"]["open"], "checks": not fold["before"]["checks"]}, fold
+        assert fold["back"], fold
+
+
+def test_the_verdict_filter_shows_only_that_verdicts_runs_rows_and_groups(verdicts: tuple[Page, Path]) -> None:
+    filters = verdicts[0].dom["interactions"]["filters"]
+    by_status = {status: sorted(s for s, v in EXPECTED_STATUS.items() if v == status) for status in ("passed", "failed", "incomplete")}
+    for status, suites in by_status.items():
+        assert sorted(filters[status]["runs"]) == suites, (status, filters[status])
+        assert filters[status]["rows"] == len(suites)
+        assert set(filters[status]["groups"]) <= {status}
+    assert sorted(filters["all"]["runs"]) == sorted(EXPECTED_STATUS) and filters["all"]["rows"] == len(EXPECTED_STATUS)
+    assert filters["passed"]["groups"] == [] and filters["failed"]["groups"] == ["failed"]
+
+
+def test_failures_are_grouped_by_their_first_reason_with_links_to_their_runs(verdicts: tuple[Page, Path]) -> None:
+    page, _ = verdicts
+    groups = page.dom["groups"]
+    not_passed = [run for run in page.dom["runs"] if run["status"] != "passed"]
+    assert sum(group["count"] for group in groups) == len(not_passed) == 3
+    assert {(group["status"], group["reason"]) for group in groups} == {(run["status"], run["reasons"][0]) for run in not_passed}
+    assert [group["count"] for group in groups] == sorted((group["count"] for group in groups), reverse=True)
+    anchors = {f"#{row}" for row in page.dom["rows"]}
+    assert all(link in anchors for group in groups for link in group["links"]), groups
+
+
+READ_AB = """
+(() => [...document.querySelectorAll('#ab-chart g.ab-suite')].map(g => ({suite: g.dataset.suite,
+  sides: [...g.querySelectorAll('g.side')].map(side => ({side: side.classList.contains('baseline') ? 'baseline' : 'this',
+    passed: Number(side.dataset.passed), judged: Number(side.dataset.judged),
+    low: side.dataset.low ? Number(side.dataset.low) : null, high: side.dataset.high ? Number(side.dataset.high) : null,
+    bar: side.querySelector('rect') ? side.querySelector('rect').getBBox().width : 0,
+    whisker: side.querySelector('line.whisker') ? side.querySelector('line.whisker').getBBox().width : 0}))})))()
+"""
+
+
+def test_the_ab_chart_shows_both_sessions_pass_rates_with_their_intervals(tmp_path: Path) -> None:
+    from pytest_agentbench.report.stats import wilson_interval
+
+    run = {"suite": "bug-repro", "verdict": {"status": "passed", "reasons": []}, "metrics": {}}
+    comparison = {"baseline": "old.json", "suites": {
+        "bug-repro": {"design": "unpaired", "baseline": {"passed": 1, "judged": 5}, "thisRun": {"passed": 4, "judged": 5},
+                      "difference": 0.6, "interval": {"low": 0.05, "high": 0.85}, "test": "fisher", "pValue": 0.206,
+                      "verdict": "no detectable difference", "flags": []},
+        "wifi-on": {"design": "unpaired", "baseline": {"passed": 3, "judged": 3}, "thisRun": {"passed": 0, "judged": 0},
+                    "difference": None, "interval": None, "test": "", "pValue": None, "verdict": "not judged", "flags": []}},
+        "overall": None, "onlyInBaseline": [], "onlyInThisRun": []}
+    page = write_html_report({"runs": [run], "comparison": comparison}, tmp_path / "ab.html", environ={})
+    with Browser(chromium_or_skip()) as browser:
+        browser.open(page)
+        chart = browser.evaluate(READ_AB)
+    assert [suite["suite"] for suite in chart] == ["bug-repro", "wifi-on"]
+    (baseline, this), (wifi_baseline, wifi_this) = chart[0]["sides"], chart[1]["sides"]
+    assert (baseline["side"], baseline["passed"], baseline["judged"]) == ("baseline", 1, 5)
+    assert (this["side"], this["passed"], this["judged"]) == ("this", 4, 5)
+    for side, (passed, judged) in ((baseline, (1, 5)), (this, (4, 5)), (wifi_baseline, (3, 3))):
+        expected = wilson_interval(passed, judged)
+        assert (side["low"], side["high"]) == (pytest.approx(expected.low, abs=1e-4), pytest.approx(expected.high, abs=1e-4))
+        assert side["whisker"] > 0
+    # Bars are drawn to scale: 4/5 is four times 1/5; a side with no judged run has no bar and no whisker.
+    assert this["bar"] == pytest.approx(4 * baseline["bar"], rel=0.01)
+    assert (wifi_this["judged"], wifi_this["bar"], wifi_this["whisker"], wifi_this["low"]) == (0, 0, 0, None)

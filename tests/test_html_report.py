@@ -13,6 +13,8 @@ from jinja2 import UndefinedError
 from test_plugin import make_suites
 
 from pytest_agentbench.audit.transcript import parse_file
+from pytest_agentbench.checks.base import Check
+from pytest_agentbench.records import RunResult, SessionResult, Stumble
 from pytest_agentbench.report.html import write_html_report
 from pytest_agentbench.report.html.assets import MARKER, Assets
 from pytest_agentbench.report.html.charts import SuitePoint, _nice_max, cost_chart, pass_rate_chart
@@ -205,8 +207,8 @@ def test_stumbles_and_recoveries_are_marked_on_their_calls(tmp_path: Path) -> No
     run_dir = _run_dir(tmp_path, _events(("observe", {}, "app crashed: FATAL EXCEPTION", False), ("tapOn", {"text": "A"}, "no such element", True),
                                           ("tapOn", {"text": "B"}, "tapped", False), reports=((3, "recovery"),)))
     transcript = parse_file(run_dir / "claude.jsonl", watch=("FATAL EXCEPTION",))
-    patterns = stumble_patterns([{"kind": "failure-pattern", "tool": "observe", "detail": "'FATAL EXCEPTION' in result: app crashed"},
-                                 {"kind": "tool-error", "tool": "tapOn", "detail": "no such element"}])
+    patterns = stumble_patterns([Stumble("failure-pattern", "observe", "'FATAL EXCEPTION' in result: app crashed"),
+                                 Stumble("tool-error", "tapOn", "no such element")])
     assert patterns == {"observe": {"FATAL EXCEPTION"}}
     marks = call_marks(transcript, patterns)
     assert marks == {"t1": ["stumble: 'FATAL EXCEPTION' in result"], "t2": ["stumble: permission denied", "stumble: tool error"],
@@ -236,15 +238,14 @@ def test_the_timeline_links_the_full_text_of_a_cut_result_and_pairs_screenshots(
 # ----------------------------------------------------------------------------- run sections
 
 
-def test_failed_checks_come_first_and_any_check_entry_is_shown() -> None:
+def test_failed_checks_come_first() -> None:
     rows = check_rows([
-        {"kind": "answer", "expected": "A", "passed": True, "seen": "A"},
-        {"kind": "sqlite", "name": "row added", "expected": "one row in notes", "passed": False, "seen": "0 rows",
-         "read": {"table": "notes", "rows": 0}},
-        {"kind": "screen", "expected": "Done", "passed": False, "seen": "Start"},
+        Check("answer", "A", True, "A"),
+        Check("sqlite", "one row in notes", False, "0 rows", name="row added"),
+        Check("screen", "Done", False, "Start"),
     ])
     assert [(row["kind"], row["status"]) for row in rows] == [("sqlite", "failed"), ("screen", "failed"), ("answer", "passed")]
-    assert rows[0]["name"] == "row added" and rows[0]["extra"] == [("read", '{"rows": 0, "table": "notes"}')]
+    assert (rows[0]["name"], rows[0]["expected"], rows[0]["seen"]) == ("row added", "one row in notes", "0 rows")
 
 
 @pytest.mark.parametrize(
@@ -261,7 +262,7 @@ def test_failed_checks_come_first_and_any_check_entry_is_shown() -> None:
     ids=["no-timing", "no-sidecar", "split"],
 )
 def test_the_time_split_is_shown_when_the_run_has_one(timing: dict, expected: dict | None) -> None:
-    assert time_view({"timing": timing}) == expected
+    assert time_view(RunResult.from_json({"timing": timing})) == expected
 
 
 # ----------------------------------------------------------------------------- the session
@@ -269,13 +270,13 @@ def test_the_time_split_is_shown_when_the_run_has_one(timing: dict, expected: di
 
 def test_repeats_get_wilson_intervals_and_single_runs_no_statistics_table(tmp_path: Path) -> None:
     runs = [_result(tmp_path, status=s) for s in ("passed", "passed", "failed", "incomplete")]
-    block = computed_statistics(runs)["suites"]["bug-repro"]
+    block = computed_statistics([RunResult.from_json(run) for run in runs])["suites"]["bug-repro"]
     expected = wilson_interval(2, 3)
     assert (block["runs"], block["judged"], block["rate"]) == (4, 3, pytest.approx(2 / 3))
     assert (block["interval"]["low"], block["interval"]["high"]) == (pytest.approx(expected.low), pytest.approx(expected.high))
     assets = Assets(tmp_path / "p.html")
-    assert page_values({"runs": runs}, assets=assets, environ={}, title="t")["show_statistics"]
-    assert not page_values({"runs": runs[:1]}, assets=assets, environ={}, title="t")["show_statistics"]
+    assert page_values(SessionResult.from_json({"runs": runs}), assets=assets, environ={}, title="t")["show_statistics"]
+    assert not page_values(SessionResult.from_json({"runs": runs[:1]}), assets=assets, environ={}, title="t")["show_statistics"]
 
 
 STATISTICS = {"level": 0.95, "suites": {"bug-repro": {
@@ -325,6 +326,9 @@ def test_the_page_is_named_once_in_the_summary_and_written_by_the_controller_onl
     assert page.is_file() and "No run wrote a result in this session." in page.read_text(encoding="utf-8")
     assert result.stdout.lines.count(next(line for line in result.stdout.lines if "agentbench html report:" in line)) == 1
     assert page.as_uri() in result.stdout.str()
+    # Last, after pytest's closing summary line (issue 21: where a user looks when the session ends).
+    shown = [line for line in result.stdout.lines if line.strip()]
+    assert shown[-1].startswith(f"agentbench html report: {page.as_uri()} (") and " in " in shown[-2] and shown[-2].startswith("="), shown[-4:]
 
 
 def test_a_page_that_cannot_be_written_is_one_red_line_not_a_traceback(pytester: pytest.Pytester) -> None:
@@ -347,7 +351,7 @@ def test_a_run_with_a_baseline_shows_the_sequence_diff_the_deltas_and_the_flags(
     result = build_result_document(suite_name="s", suite_file="s.yml", run_dir=str(run_dir), audit=audit,
                                    fingerprints={"observedModel": "claude-new"}, scoring_code="x", baseline=baseline,
                                    baseline_tool_sequence=["observe", "swipeOn", "tapOn"])
-    values = page_values({"runs": [result]}, assets=Assets(tmp_path / "p.html"), environ={}, title="t")
+    values = page_values(SessionResult.from_json({"runs": [result]}), assets=Assets(tmp_path / "p.html"), environ={}, title="t")
     (run,) = values["runs"]
     assert [(line["op"], line["tool"], line["class"]) for line in run["diff"]] == [
         (" ", "observe", "same"), ("-", "swipeOn", "missing"), (" ", "tapOn", "same"), ("+", "tapOn", "extra")]
@@ -376,8 +380,101 @@ def test_the_repeats_table_counts_the_agents_incomplete_runs_in_the_rate(tmp_pat
     gave_up = _result(tmp_path, status="incomplete")
     gave_up["verdict"]["incompleteCause"] = "agent"
     runs = [_result(tmp_path, status="passed")] * 5 + [gave_up] * 5
-    block = computed_statistics(runs)["suites"]["bug-repro"]
+    block = computed_statistics([RunResult.from_json(run) for run in runs])["suites"]["bug-repro"]
     assert (block["passed"], block["judged"], block["incomplete"], block["incompleteAgent"], block["rate"]) == (5, 10, 5, 5, 0.5)
     page = _dom(write_html_report({"runs": runs}, tmp_path / "agent.html", environ={}))
     assert '<td class="num">5 (5 agent)</td><td class="num">10</td><td class="num">50%</td>' in page
     assert "5 incomplete (5 the agent's, counted as not passed)" in page
+
+
+# ----------------------------------------------------------------------------- what ran, ids, groups, the A/B chart, model calls
+
+
+def test_a_runs_identity_names_agent_model_provider_server_and_device(tmp_path: Path) -> None:
+    from pytest_agentbench.report.html.run_view import run_identity
+
+    run_dir = _run_dir(tmp_path, _events())
+    (run_dir / "mcp-servers.json").write_text(json.dumps({"mcpServers": {"agentbench": {"command": "x", "env": {"K": SECRET}}}}), encoding="utf-8")
+    result = RunResult.from_json(_result(
+        run_dir, agent={"command": ["/usr/bin/agentbench-agent", "-p"], "requestedModel": "glm-4.5"}, device={"serial": "emulator-5554"},
+        fingerprints={"claudeCodeVersion": "1.2.3", "observedModel": "zai/glm-4.5", "deviceFingerprint": {"model": "Pixel 8", "sdk": "34"},
+                      "serverBuildComponents": {"provider": "openai-compatible", "provider.endpoint": "http://127.0.0.1:8000"}}))
+    assert run_identity(result) == {
+        "agent": "agentbench-agent 1.2.3", "model": "glm-4.5 (answered as zai/glm-4.5) via openai-compatible at http://127.0.0.1:8000",
+        "server": "agentbench", "device": "emulator-5554 (Pixel 8, SDK 34)"}
+    # Nothing recorded: nothing claimed.
+    assert run_identity(RunResult.from_json({"runDirectory": str(tmp_path / "none")})) == {"agent": "", "model": "", "server": "", "device": ""}
+
+
+def test_the_header_lists_each_distinct_value_once_and_says_unknown_for_none() -> None:
+    from pytest_agentbench.report.html.page import session_identity
+
+    runs = [{"agent": "claude 2.1", "model": "a", "server": "agentbench", "device": "s1"},
+            {"agent": "claude 2.1", "model": "b", "server": "agentbench", "device": ""}]
+    assert session_identity(runs) == [("agent", "claude 2.1"), ("model", "a, b"), ("MCP server", "agentbench"), ("device", "s1")]
+    assert session_identity([]) == [("agent", "unknown"), ("model", "unknown"), ("MCP server", "unknown"), ("device", "unknown")]
+
+
+def test_session_rows_carry_instance_repeat_and_run_id(tmp_path: Path) -> None:
+    from pytest_agentbench.report.html.page import session_rows
+
+    runs = [RunResult.from_json(_result(tmp_path / "20261201T000000Z-0000abcd", instance={"id": "r2-42", "repeat": 2, "values": {"n": 42}})),
+            RunResult.from_json(_result(tmp_path / "old"))]
+    rows = session_rows(runs)
+    assert [(row["instance"], row["repeat"], row["run_id"]) for row in rows] == [("r2-42", "2", "20261201T000000Z-0000abcd"), ("–", "–", "old")]
+    assert runs[0].instance_key == "r2-42" and runs[1].instance_key is None
+
+
+def test_failures_are_grouped_by_first_reason_biggest_first() -> None:
+    from pytest_agentbench.report.aggregate import Unrecorded
+    from pytest_agentbench.report.html.page import failure_groups
+
+    def run(status: str, *reasons: str) -> RunResult:
+        return RunResult.from_json({"suite": "s", "instance": {"id": f"r{len(reasons)}"}, "verdict": {"status": status, "reasons": list(reasons)}})
+
+    runs = [run("passed"), run("failed", "screen check failed", "and more"), run("incomplete", "no final answer"),
+            run("incomplete", "no final answer"), run("failed", "screen check failed"), run("incomplete", "no final answer")]
+    groups = failure_groups(runs, [Unrecorded("s.yml::s[r9]", "s", "r9", "setup: no device")])
+    assert [(g["count"], g["status"], g["reason"]) for g in groups] == [
+        (3, "incomplete", "no final answer"), (2, "failed", "screen check failed"), (1, "incomplete", "no result: setup: no device")]
+    assert [m["anchor"] for m in groups[0]["runs"]] == ["run-003-s", "run-004-s", "run-006-s"]
+    assert groups[2]["runs"] == [{"anchor": "", "label": "s"}]
+    assert failure_groups(runs[:1], []) == []
+
+
+def test_the_ab_chart_is_well_formed_svg_with_escaped_names_and_a_whisker_per_judged_side() -> None:
+    from pytest_agentbench.report.html.charts import ABPoint, ab_chart
+
+    svg = ab_chart([ABPoint("bug-repro", (1, 5), (4, 5)), ABPoint(EVIL, (0, 0), (2, 2))])
+    root = ElementTree.fromstring(svg)
+    ns = "{http://www.w3.org/2000/svg}"
+    sides = root.findall(f".//{ns}g[@class='side baseline']") + root.findall(f".//{ns}g[@class='side this']")
+    assert len(sides) == 4
+    judged = [side for side in sides if side.get("data-judged") != "0"]
+    assert len(judged) == 3 and all(side.findall(f"{ns}line[@class='whisker']") for side in judged)
+    expected = wilson_interval(4, 5)
+    (this,) = [side for side in sides if side.get("data-passed") == "4"]
+    assert (float(this.get("data-low")), float(this.get("data-high"))) == (pytest.approx(expected.low, abs=1e-4), pytest.approx(expected.high, abs=1e-4))
+    assert "<script" not in svg and ab_chart([]) is None
+
+
+def test_a_model_call_report_is_a_timeline_row_with_its_start_duration_tokens_and_retries(tmp_path: Path) -> None:
+    events = _events(("observe", {}, "ok", False))
+    calls = [{"type": "system", "subtype": "agentbench_report", "kind": "model-call", "turn": 1, "message": "model call 1", "call": 1,
+              "duration_ms": 250, "prompt_tokens": 1000, "completion_tokens": 20, "finish_reason": "tool_calls",
+              "retries": [{"status": 429, "wait_s": 0.2, "error": "slow"}]},
+             {"type": "system", "subtype": "agentbench_report", "kind": "model-call", "turn": 2, "message": "model call 2", "call": 2,
+              "duration_ms": 1500, "prompt_tokens": None, "completion_tokens": None, "finish_reason": None, "retries": [],
+              "error": f"HTTP 500 with key {SECRET}"}]
+    events[1:1] = [calls[0]]
+    events.insert(-2, calls[1])
+    run_dir = _run_dir(tmp_path, events)
+    rows = build_timeline(parse_file(run_dir / "claude.jsonl"), transcript_path=run_dir / "claude.jsonl", arrivals={2: 1.25, 5: 4.0},
+                          shots=[], shots_dir=run_dir, stumbles=[], assets=Assets(tmp_path / "page.html"), key="run-001-x", environ=ENVIRON)
+    assert [row["kind"] for row in rows] == ["model-call", "call", "model-call"]
+    first, _, failed = rows
+    assert (first["number"], first["start"], first["duration"], first["tokens"], first["finish_reason"], first["retries"]) == (
+        1, "at 1.00 s", "250 ms", "1000 prompt + 20 completion tokens", "tool_calls", ["HTTP 429, waited 0.2 s"])
+    assert (failed["start"], failed["duration"], failed["tokens"], failed["finish_reason"], failed["failed"]) == (
+        "at 2.50 s", "1.50 s", "tokens unknown", "failed", True)
+    assert SECRET not in failed["error"]

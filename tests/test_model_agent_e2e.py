@@ -58,7 +58,7 @@ class Session:
 
 
 def _run(tmp: Path, adb: PrivateAdbServer, suites: list[str], *, base_url: str, api: FakeOpenAI | None,
-         max_retries: int = 1) -> Session:
+         max_retries: int = 1, html: Path | None = None) -> Session:
     project = make_project(
         tmp / "project",
         {name: {"claude": {"model": name, "timeoutSeconds": 120}, "preflight": {"settleSeconds": 0.3}} for name in suites},
@@ -73,7 +73,8 @@ def _run(tmp: Path, adb: PrivateAdbServer, suites: list[str], *, base_url: str, 
         AGENTBENCH_OPENAI_PRICE_INPUT_PER_MTOK="1.5", AGENTBENCH_OPENAI_PRICE_OUTPUT_PER_MTOK="6",
     )
     done = run_session(project, ["benchmark/", "--device", "sim", "--claude", "agentbench-agent",
-                                 "--agentbench-output", str(output), f"--junitxml={junit}", "-v", "-rA"], env)
+                                 "--agentbench-output", str(output), f"--junitxml={junit}", "-v", "-rA",
+                                 *(["--agentbench-html", str(html)] if html is not None else [])], env)
     assert junit.exists(), done.stdout + done.stderr
     return Session(done.returncode, done.stdout + done.stderr, junit_cases(junit), output, project, api)
 
@@ -93,9 +94,10 @@ def scenarios(adb_server: PrivateAdbServer, tmp_path_factory: pytest.TempPathFac
 
 @pytest.fixture(scope="module")
 def retried(adb_server: PrivateAdbServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
-    """The 429 scenario, in a session allowing 2 retries."""
+    """The 429 scenario, in a session allowing 2 retries, with the HTML page (`retried.output.parent / "report.html"`)."""
+    tmp = tmp_path_factory.mktemp("retried")
     with FakeOpenAI({"api-429": SCRIPTS["api-429"]}) as api:
-        yield _run(tmp_path_factory.mktemp("retried"), adb_server, ["api-429"], base_url=api.base_url, api=api, max_retries=2)
+        yield _run(tmp, adb_server, ["api-429"], base_url=api.base_url, api=api, max_retries=2, html=tmp / "report.html")
 
 
 @pytest.fixture(scope="module")
@@ -367,3 +369,42 @@ def test_an_index_as_a_string_is_accepted_and_the_coercion_is_a_recovery(scenari
     (recovery,) = scenarios.reports(name, "recovery")
     assert recovery.data["format"] == "argument-coerced"
     assert scenarios.result(name)["metrics"]["recoveries"] == 1
+
+
+READ_MODEL_CALLS = """
+(() => [...document.querySelectorAll('section.run .timeline .trow')].map(row => ({
+  kind: row.classList.contains('model-call') ? 'model-call' : row.classList.contains('call') ? 'call' : 'other',
+  call: row.dataset.call || null, finish: row.dataset.finish || null, retries: row.dataset.retries || null,
+  text: row.textContent.replace(/\\s+/g, ' ').trim()})))()
+"""
+
+
+def test_the_timing_sidecar_and_the_html_timeline_show_each_model_call(retried: Session) -> None:
+    from browser import Browser, chromium_or_skip
+
+    from pytest_agentbench.run.stream import read_model_calls
+
+    name = "api-429"
+    recorded = retried.result(name)["timing"]["agent"]["modelCalls"]
+    sidecar = read_model_calls(retried.run_dir(name) / "claude.timing.jsonl")
+    # The sidecar's rows are the result's, call for call (the result rounds to milliseconds).
+    assert sidecar is not None and len(sidecar) == len(recorded) == 4
+    for row, call in zip(sidecar, recorded):
+        assert (row["promptTokens"], row["completionTokens"], row["finishReason"], row["retries"]) == (
+            call["promptTokens"], call["completionTokens"], call["finishReason"], call["retries"])
+        assert row["startSeconds"] == pytest.approx(call["startSeconds"], abs=1e-3)
+        assert row["durationSeconds"] == pytest.approx(call["durationSeconds"], abs=1e-3)
+    assert [r["status"] for r in sidecar[0]["retries"]] == [429, 429] and all(not row["retries"] for row in sidecar[1:])
+    page = retried.output.parent / "report.html"
+    with Browser(chromium_or_skip()) as browser:
+        browser.open(page)
+        rows = browser.evaluate(READ_MODEL_CALLS)
+    model_rows = [row for row in rows if row["kind"] == "model-call"]
+    assert [row["call"] for row in model_rows] == ["1", "2", "3", "4"]
+    assert all(row["finish"] == "tool_calls" for row in model_rows)
+    assert [row["retries"] for row in model_rows] == ["2", "0", "0", "0"]
+    assert "HTTP 429, waited 0.2 s" in model_rows[0]["text"] and "1000 prompt + 20 completion tokens" in model_rows[0]["text"]
+    # In place: the first observe, then each model call's row before the tap its reply asked for
+    # (and the observe after it); the last reply called task_complete, which is no device call.
+    kinds = [row["kind"] for row in rows if row["kind"] != "other"]
+    assert kinds == ["call"] + ["model-call", "call", "call"] * 3 + ["model-call"], kinds

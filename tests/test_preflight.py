@@ -138,3 +138,17 @@ def test_settle_seconds_are_waited(tmp_path):
     run_preflight(PhoneAdb(), "sim", app=AppSpec(PLAYGROUND, None), preflight=_preflight(settle_seconds=1.5),
                   run_dir=tmp_path, sleep=waited.append)
     assert waited == [1.5]
+
+
+def test_the_build_of_every_app_the_job_also_uses_is_recorded_in_the_same_round_trip(tmp_path):
+    adb = PhoneAdb()
+    plain = run_preflight(adb, "sim", app=AppSpec(PLAYGROUND, None), preflight=_preflight(), run_dir=tmp_path / "r1")
+    adb.phone.set_version("com.android.contacts", version_name="15.2.1", version_code=4521)
+    app = AppSpec(PLAYGROUND, None, also_uses=("com.android.contacts", "com.example.not.installed"))
+    used = run_preflight(adb, "sim", app=app, preflight=_preflight(), run_dir=tmp_path / "r2")
+    assert "otherApps" not in plain.app_build and used.round_trips == plain.round_trips
+    others = used.app_build["otherApps"]
+    assert (others["com.android.contacts"]["versionName"], others["com.android.contacts"]["versionCode"]) == ("15.2.1", 4521)
+    # An app that is not installed is recorded as unknown (the comparison then flags it), not as a pass.
+    assert others["com.example.not.installed"]["versionName"] == "unknown"
+    assert {key: value for key, value in used.app_build.items() if key != "otherApps"} == plain.app_build

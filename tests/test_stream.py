@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agentbench.run.stream import TIMING_HEADER, StreamRecorder, read_arrivals
+from pytest_agentbench.run.stream import TIMING_HEADER, StreamRecorder, model_call_row, read_arrivals, read_model_calls
 
 INIT = b'{"type":"system","subtype":"init","session_id":"s"}\n'
 TWO_CALLS = (b'{"type":"assistant","message":{"id":"m","content":[{"type":"tool_use","id":"a","name":"x","input":{}},'
@@ -140,3 +140,45 @@ def test_read_arrivals(tmp_path: Path, text: str, expected: dict | None) -> None
 
 def test_read_arrivals_without_a_sidecar(tmp_path: Path) -> None:
     assert read_arrivals(tmp_path / "claude.timing.jsonl") is None
+
+
+def _model_call(call: int, duration_ms: int, **data: object) -> bytes:
+    """A model-call report line as agentbench-agent writes it (agents/stream.py StreamWriter.report)."""
+    event = {"type": "system", "subtype": "agentbench_report", "kind": "model-call", "turn": call, "message": f"model call {call}",
+             "call": call, "started_at": "2026-12-01T00:00:00.000Z", "duration_ms": duration_ms, **data, "session_id": "s", "uuid": "u"}
+    return json.dumps(event).encode() + b"\n"
+
+
+def test_each_model_call_report_gets_a_row_of_its_own_after_its_arrival(tmp_path: Path) -> None:
+    first = _model_call(1, 250, prompt_tokens=1000, completion_tokens=20, finish_reason="tool_calls",
+                        retries=[{"status": 429, "wait_s": 0.2, "error": "slow down"}])
+    unknown = _model_call(2, 4000, prompt_tokens=None, completion_tokens=None, finish_reason="length", retries=[])
+    # A report of another kind, and a tool result quoting a model-call report, get no row.
+    other = b'{"type":"system","subtype":"agentbench_report","kind":"recovery","message":"m"}\n'
+    quoted = b'{"type":"user","message":{"content":"\\"subtype\\": \\"agentbench_report\\", \\"kind\\": \\"model-call\\""}}\n'
+    recorder, _, arrivals = record(tmp_path, [(0.5, INIT), (1.0, first), (1.2, other + quoted), (6.0, unknown)])
+    assert arrivals == {1: 0.5, 2: 1.0, 3: 1.2, 4: 1.2, 5: 6.0} and recorder.lines == 5
+    calls = read_model_calls(tmp_path / "claude.timing.jsonl")
+    assert calls == [
+        {"modelCall": 1, "line": 2, "startSeconds": 0.75, "durationSeconds": 0.25, "promptTokens": 1000, "completionTokens": 20,
+         "finishReason": "tool_calls", "retries": [{"status": 429, "wait_s": 0.2, "error": "slow down"}]},
+        {"modelCall": 2, "line": 5, "startSeconds": 2.0, "durationSeconds": 4.0, "promptTokens": None, "completionTokens": None,
+         "finishReason": "length", "retries": []},
+    ]
+    rows = (tmp_path / "claude.timing.jsonl").read_text(encoding="utf-8").splitlines()
+    assert rows[2] == "[2,1.0]" and json.loads(rows[3])["modelCall"] == 1
+
+
+def test_a_version_1_sidecar_has_arrivals_and_no_model_calls(tmp_path: Path) -> None:
+    old = tmp_path / "claude.timing.jsonl"
+    old.write_text(json.dumps({"format": "agentbench-stream-timing", "version": 1}) + "\n[1,0.5]\n", encoding="utf-8")
+    assert read_arrivals(old) == {1: 0.5} and read_model_calls(old) == []
+    assert read_model_calls(tmp_path / "missing.jsonl") is None
+
+
+def test_the_recorder_spells_the_transcript_parsers_report_subtype() -> None:
+    from pytest_agentbench.audit.timing import MODEL_CALL_REPORT
+    from pytest_agentbench.audit.transcript import AGENT_REPORT_SUBTYPE
+
+    line = json.dumps({"type": "system", "subtype": AGENT_REPORT_SUBTYPE, "kind": MODEL_CALL_REPORT, "duration_ms": 1}).encode()
+    assert model_call_row(line, 1, 1.0) is not None

@@ -343,3 +343,72 @@ def test_a_single_result_has_no_later_results() -> None:
     transcript = parse_lines([_text("m1", "Done."), _result("success", "Done.")])
     assert transcript.result.subtype == "success" and transcript.later_results == ()
     assert transcript.final_text == "Done."
+
+
+def _calls_stream(inputs: list[dict]) -> list[str]:
+    lines = []
+    for number, tool_input in enumerate(inputs):
+        lines.append(json.dumps({"type": "assistant", "message": {"id": f"m{number}", "content": [
+            {"type": "tool_use", "id": f"t{number}", "name": "mcp__s__tap", "input": tool_input}]}}))
+        lines.append(json.dumps({"type": "user", "message": {"content": [
+            {"type": "tool_result", "tool_use_id": f"t{number}", "content": "ok"}]}}))
+    return lines
+
+
+def test_equal_small_inputs_share_one_dict_and_keep_their_own_types():
+    inputs = [{"device": "d", "index": 1}, {"device": "d", "index": 1}, {"device": "d", "index": True},
+              {"device": "d", "index": 1.0}, {"device": "d", "index": "1"}, {"device": "d", "index": [1]}]
+    calls = parse_lines(_calls_stream(inputs)).tool_calls
+    assert [call.input for call in calls] == inputs
+    # 1, True, 1.0 and "1" are different inputs (the relay cross-check compares them by value and type).
+    assert [type(call.input["index"]) for call in calls] == [int, int, bool, float, str, list]
+    assert calls[0].input is calls[1].input
+    assert calls[0].input is not calls[2].input and calls[0].input is not calls[3].input
+
+
+@pytest.mark.parametrize("raw", [
+    pytest.param(b'{"type": "system", "subtype": "x"}\n', id="bytes"),
+    pytest.param('{"type": "system"}  \n', id="str-trailing-space"),
+    pytest.param(b'  {"type": "system"}\r\n', id="leading-space-crlf"),
+    pytest.param('\ufeff{"type": "system"}\n'.encode(), id="utf8-bom-bytes"),
+    pytest.param(b'{"type": "system"} x\n', id="extra-data"),
+    pytest.param(b'{"type": "sys', id="cut-off"),
+    pytest.param(b'[1, 2]\n', id="not-an-object"),
+    pytest.param(b'{"type": "s\xff"}\n', id="not-utf8"),
+    pytest.param('\ufeff{"type": "system"}\n', id="bom-in-a-str"),
+])
+def test_a_line_is_read_as_json_loads_reads_it(raw):
+    # The parser skips json.loads' per-line encoding detection; what it accepts and how it words a
+    # failure must stay json.loads' own.
+    from pytest_agentbench.audit.transcript import _loads
+
+    try:
+        expected = ("value", json.loads(raw))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        expected = ("error", type(exc), getattr(exc, "msg", None), getattr(exc, "pos", None))
+    try:
+        actual = ("value", _loads(raw))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        actual = ("error", type(exc), getattr(exc, "msg", None), getattr(exc, "pos", None))
+    assert actual == expected
+
+
+def test_the_excerpt_still_gives_a_stumble_its_whole_detail():
+    # A tool error's detail is cut at 300 characters by the audit; the excerpt must not cut it sooner.
+    from pytest_agentbench.audit.transcript import RESULT_EXCERPT_CHARS
+    from pytest_agentbench.audit.verdict import _DETAIL_CHARS
+
+    assert RESULT_EXCERPT_CHARS >= _DETAIL_CHARS
+
+
+def test_the_timeline_gives_back_every_line_as_it_was_added():
+    from pytest_agentbench.audit.transcript import LineEvent, Timeline
+
+    events = [LineEvent(1, "init"), LineEvent(2, "assistant", opened=("a", "b")), LineEvent(3, "user", answered=("b",)),
+              LineEvent(5, "user", answered=("a",)), LineEvent(6, "made-up"), LineEvent(7, "result")]
+    timeline = Timeline(events)
+    assert list(timeline) == events and len(timeline) == 6
+    assert timeline[1] == events[1] and timeline[-1] == events[-1] and timeline[2:4] == events[2:4]
+    assert timeline == events and timeline != events[:-1]
+    with pytest.raises(IndexError):
+        timeline[6]

@@ -14,6 +14,8 @@ The split is a partition of the agent's wall clock, walked in arrival order:
 An agent that reports each model call (agentbench-agent's `model-call` reports) gets the calls
 listed too (`modelCalls`): when each started (seconds since the agent's start, from the report's
 arrival minus its duration), how long it took, its tokens (None: unknown), finish reason, retries.
+The timing sidecar carries the same rows for a reader of the sidecar alone (`run.stream`
+writes one after each model-call report's arrival; `read_model_calls` reads them back).
 
 The stretch after the last line up to the wall clock belongs to the state the run was in (a
 hung tool call is tool time). So the four parts add up to the wall clock by construction.

@@ -9,10 +9,12 @@ memory and the full text is read back from the file only when someone asks for i
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pytest_agentbench.errors import TranscriptError
 
@@ -20,12 +22,21 @@ from pytest_agentbench.errors import TranscriptError
 # it is not the model that ran, so it never becomes the observed model.
 SYNTHETIC_MODEL = "<synthetic>"
 
+# Inputs with at most this many keys are shared between equal calls (see `_Builder._shared_input`).
+_SHARED_INPUT_KEYS = 4
+
+# The watched_hits of a result with none (one shared object, not one per call).
+_NO_HITS: frozenset[str] = frozenset()
+
 #: The `subtype` of the `system` events in which this project's agents report what they did beyond
 #: Claude Code's events (agentbench-agent: recoveries, retries, no-change, self-undo, the ending).
 AGENT_REPORT_SUBTYPE = "agentbench_report"
 
 #: How much of a tool result a Transcript keeps; the rest stays in the file (`read_result_text`).
-RESULT_EXCERPT_CHARS = 4000
+#: Enough for a stumble's detail (300 characters) and the text report's line; the HTML timeline
+#: reads a cut result back whole. More only multiplies by the number of calls: 28,000 observe
+#: calls keeping 4,000 characters each held 112 MB.
+RESULT_EXCERPT_CHARS = 300
 
 # The token counters of `result.usage`; the other keys there are nested or not counts.
 USAGE_COUNTERS = (
@@ -56,7 +67,7 @@ class InitEvent:
     mcp_servers: tuple[McpServerStatus, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolCall:
     """One tool_use block and the tool_result that answered it.
 
@@ -152,9 +163,11 @@ class UnparseableLine:
     reason: str
 
 
-@dataclass(frozen=True)
-class LineEvent:
+class LineEvent(NamedTuple):
     """One event line's place in the run's timeline (what `audit.timing` needs, nothing more).
+
+    A named tuple, not a dataclass: one is made per line, and a frozen dataclass's constructor
+    costs several times as much.
 
     Attributes:
         line: Its 1-based line number (the key of the timing sidecar's rows).
@@ -167,6 +180,76 @@ class LineEvent:
     kind: str
     opened: tuple[str, ...] = ()
     answered: tuple[str, ...] = ()
+
+
+class Timeline(Sequence[LineEvent]):
+    """Every event line in stream order, stored in flat arrays (a LineEvent is made when asked for).
+
+    A run of 36,000 small tool calls has 73,000 lines; as LineEvent tuples they held 11 MB, here
+    about 2.5 MB: a line number, a kind code and two offsets per line, and one reference per id.
+    """
+
+    __slots__ = ("_lines", "_kinds", "_kind_names", "_kind_codes", "_opened_end", "_answered_end", "_ids")
+
+    def __init__(self, events: Iterable[LineEvent] = ()) -> None:
+        self._lines = array("q")
+        self._kinds = bytearray()
+        self._kind_names: list[str] = []
+        self._kind_codes: dict[str, int] = {}
+        self._opened_end = array("q")
+        self._answered_end = array("q")
+        self._ids: list[str] = []
+        for event in events:
+            self.append(event.line, event.kind, event.opened, event.answered)
+
+    def append(self, line: int, kind: str, opened: tuple[str, ...] = (), answered: tuple[str, ...] = ()) -> None:
+        code = self._kind_codes.get(kind)
+        if code is None:
+            if len(self._kind_names) == 255:  # a stream of made-up event types: kinds past 255 share a name
+                kind = "other"
+                code = self._kind_codes.setdefault(kind, len(self._kind_names))
+                if code == len(self._kind_names):
+                    self._kind_names.append(kind)
+            else:
+                code = self._kind_codes[kind] = len(self._kind_names)
+                self._kind_names.append(kind)
+        self._lines.append(line)
+        self._kinds.append(code)
+        self._ids.extend(opened)
+        self._opened_end.append(len(self._ids))
+        self._ids.extend(answered)
+        self._answered_end.append(len(self._ids))
+
+    def __len__(self) -> int:
+        return len(self._lines)
+
+    def _event(self, index: int) -> LineEvent:
+        start = self._answered_end[index - 1] if index else 0
+        opened_end, answered_end = self._opened_end[index], self._answered_end[index]
+        return LineEvent(self._lines[index], self._kind_names[self._kinds[index]],
+                         tuple(self._ids[start:opened_end]), tuple(self._ids[opened_end:answered_end]))
+
+    def __getitem__(self, index):  # type: ignore[override]
+        if isinstance(index, slice):
+            return [self._event(i) for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("timeline index out of range")
+        return self._event(index)
+
+    def __iter__(self) -> Iterator[LineEvent]:
+        return (self._event(index) for index in range(len(self)))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return len(self) == len(other) and all(mine == theirs for mine, theirs in zip(self, other))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Timeline({len(self)} lines)"
 
 
 @dataclass(frozen=True)
@@ -182,11 +265,12 @@ class Transcript:
     observed_model: str | None
     reports: tuple[AgentReport, ...] = ()
     #: Every event line in stream order, for the time split.
-    timeline: tuple[LineEvent, ...] = ()
+    timeline: Sequence[LineEvent] = ()
     #: Result events after the first (`result` is the first: it decides; an error among these also counts).
     later_results: tuple[ResultEvent, ...] = ()
 
 
+@lru_cache(maxsize=1024)  # the audit asks once per call; a run has a handful of names
 def short_tool_name(name: str) -> str:
     """Drop the `mcp__<server>__` prefix of an MCP tool name.
 
@@ -231,6 +315,19 @@ def tool_result_text(content: Any) -> str:
     return json.dumps(content, ensure_ascii=False)
 
 
+class _PendingCall(NamedTuple):
+    """A tool_use whose result has not arrived yet."""
+
+    id: str
+    name: str
+    input: dict[str, Any]
+    use_line: int
+
+    def unanswered(self, watch: frozenset[str]) -> ToolCall:
+        return ToolCall(id=self.id, name=self.name, input=self.input, result_text=None, is_error=False,
+                        result_chars=0, watched=watch, use_line=self.use_line)
+
+
 @dataclass
 class _Builder:
     """Mutable state while the stream is read; frozen into a Transcript at the end."""
@@ -240,7 +337,12 @@ class _Builder:
     init: InitEvent | None = None
     # Every tool_use block, in stream order: an id used twice is two calls (a later call must not
     # hide an earlier one), and `audit.crosscheck` names the reuse.
-    calls: list[dict[str, Any]] = field(default_factory=list)
+    calls: list[ToolCall | _PendingCall] = field(default_factory=list)
+    # Per id, the indexes of its calls in `calls` (a result finds its call without a scan).
+    call_indexes: dict[str, list[int]] = field(default_factory=dict)
+    # One string object per distinct tool name: 28,000 calls share a handful.
+    names: dict[str, str] = field(default_factory=dict)
+    inputs: dict[tuple[tuple[str, type, Any], ...], dict[str, Any]] = field(default_factory=dict)
     result: ResultEvent | None = None
     later_results: list[ResultEvent] = field(default_factory=list)
     # The final answer as it stood at the first result event (what came after it does not count).
@@ -253,7 +355,7 @@ class _Builder:
     last_message_id: object = None
     last_message_texts: list[str] = field(default_factory=list)
     last_message_has_tool_use: bool = False
-    timeline: list[LineEvent] = field(default_factory=list)
+    timeline: Timeline = field(default_factory=Timeline)
 
     def add_event(self, event: dict[str, Any]) -> None:
         kind = event["type"]
@@ -275,7 +377,7 @@ class _Builder:
                 self.text_at_result = self._final_text()
             else:
                 self.later_results.append(_result_event(event))
-        self.timeline.append(LineEvent(self.line_number, kind, opened, answered))
+        self.timeline.append(self.line_number, kind, opened, answered)
 
     def _add_assistant(self, event: dict[str, Any]) -> tuple[str, ...]:
         message = event.get("message")
@@ -298,17 +400,14 @@ class _Builder:
                 self.last_message_has_tool_use = True
                 call_id = str(block.get("id", f"#{len(self.calls)}"))
                 tool_input = block.get("input")
-                self.calls.append({
-                    "id": call_id,
-                    "name": str(block.get("name", "")),
-                    "input": tool_input if isinstance(tool_input, dict) else {},
-                    "result_text": None,
-                    "is_error": False,
-                    "result_chars": 0,
-                    "result_line": None,
-                    "watched_hits": frozenset(),
-                    "use_line": self.line_number,
-                })
+                name = str(block.get("name", ""))
+                self.call_indexes.setdefault(call_id, []).append(len(self.calls))
+                self.calls.append(_PendingCall(
+                    call_id,
+                    self.names.setdefault(name, name),
+                    self._shared_input(tool_input) if isinstance(tool_input, dict) else {},
+                    self.line_number,
+                ))
                 opened.append(call_id)
         return tuple(opened)
 
@@ -321,27 +420,45 @@ class _Builder:
             if block.get("type") != "tool_result":
                 continue
             call_id = str(block.get("tool_use_id"))
-            call = self._call_for_result(call_id)
-            if call is None:
+            index = self._call_for_result(call_id)
+            if index is None:
                 continue
             text = tool_result_text(block.get("content"))
-            call["result_text"] = text[:RESULT_EXCERPT_CHARS]
-            call["result_chars"] = len(text)
-            call["result_line"] = self.line_number
-            call["watched_hits"] = frozenset(pattern for pattern in self.watch if pattern and pattern in text)
-            call["is_error"] = block.get("is_error") is True
-            answered.append(call_id)
+            hits = frozenset(pattern for pattern in self.watch if pattern and pattern in text) if self.watch else _NO_HITS
+            call = self.calls[index]
+            # The ToolCall is made once, when its result arrives (a frozen dataclass costs more to
+            # build than the rest of the event on a run of many small results).
+            self.calls[index] = ToolCall(
+                id=call.id, name=call.name, input=call.input,
+                result_text=text[:RESULT_EXCERPT_CHARS], is_error=block.get("is_error") is True,
+                result_chars=len(text), result_line=self.line_number,
+                watched_hits=hits or _NO_HITS, watched=self.watch, use_line=call.use_line,
+            )
+            answered.append(self.calls[index].id)  # the call's own string, not a second copy per result
         return tuple(answered)
 
-    def _call_for_result(self, call_id: str) -> dict[str, Any] | None:
+    def _shared_input(self, tool_input: dict[str, Any]) -> dict[str, Any]:
+        # Agents repeat the same small inputs ({"device": ...} on every observe): equal inputs of
+        # scalar values share one dict, so a long run holds one per distinct input, not per call.
+        if len(tool_input) > _SHARED_INPUT_KEYS:
+            return tool_input
+        try:
+            # The value's type is part of the key: 1, 1.0 and True are equal in Python but are
+            # different inputs (the relay cross-check compares them).
+            key = tuple((name, type(value), value) for name, value in tool_input.items())
+            return self.inputs.setdefault(key, tool_input)
+        except TypeError:  # a list or dict value: not hashable, kept as it is
+            return tool_input
+
+    def _call_for_result(self, call_id: str) -> int | None:
         # The latest call with this id still waiting for its result; else the latest with the id.
-        latest = None
-        for call in reversed(self.calls):
-            if call["id"] == call_id:
-                if call["result_line"] is None:
-                    return call
-                latest = latest or call
-        return latest
+        indexes = self.call_indexes.get(call_id)
+        if not indexes:
+            return None
+        for index in reversed(indexes):
+            if isinstance(self.calls[index], _PendingCall):
+                return index
+        return indexes[-1]
 
     def _final_text(self) -> str | None:
         if self.last_message_texts and not self.last_message_has_tool_use:
@@ -353,19 +470,14 @@ class _Builder:
         observed_model = self.assistant_model or (self.init.model if self.init else None)
         return Transcript(
             init=self.init,
-            tool_calls=tuple(
-                ToolCall(id=c["id"], name=c["name"], input=c["input"], result_text=c["result_text"], is_error=c["is_error"],
-                         result_chars=c["result_chars"], result_line=c["result_line"], watched_hits=c["watched_hits"],
-                         watched=self.watch, use_line=c["use_line"])
-                for c in self.calls
-            ),
+            tool_calls=tuple(call.unanswered(self.watch) if isinstance(call, _PendingCall) else call for call in self.calls),
             final_text=final_text,
             result=self.result,
             unparseable=tuple(self.unparseable),
             line_count=line_count,
             observed_model=observed_model,
             reports=tuple(self.reports),
-            timeline=tuple(self.timeline),
+            timeline=self.timeline,
             later_results=tuple(self.later_results),
         )
 
@@ -441,6 +553,29 @@ def _result_event(event: dict[str, Any]) -> ResultEvent:
     )
 
 
+_DECODER = json.JSONDecoder()
+_WHITESPACE = json.decoder.WHITESPACE
+
+
+def _loads(raw: str | bytes) -> Any:
+    """`json.loads` for one stream-json line, without its per-call encoding detection.
+
+    Claude Code writes UTF-8; a UTF-8 byte-order mark is dropped as `json.loads` drops it, and the
+    errors are json.loads' own (UnicodeDecodeError, JSONDecodeError with its message and column).
+    """
+    text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+    if text.startswith("\ufeff"):
+        if not isinstance(raw, bytes):
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+        text = text[1:]
+    start = _WHITESPACE.match(text, 0).end()
+    value, end = _DECODER.raw_decode(text, start)
+    end = _WHITESPACE.match(text, end).end()
+    if end != len(text):
+        raise json.JSONDecodeError("Extra data", text, end)
+    return value
+
+
 def _event_problem(value: Any) -> str:
     """Why a parsed JSON value is not a stream-json event ("" when it is one)."""
     if not isinstance(value, dict):
@@ -486,7 +621,7 @@ def parse_lines(lines: Iterable[str | bytes], *, watch: Iterable[str] = ()) -> T
         # json.loads takes the bytes and the surrounding whitespace as they are: no decoded or
         # stripped copy of a multi-megabyte line is made on the common path.
         try:
-            value = json.loads(raw)
+            value = _loads(raw)
         except UnicodeDecodeError as exc:
             builder.unparseable.append(UnparseableLine(line_number, repr(raw[:200]), f"not UTF-8: {exc.reason}"))
             continue

@@ -133,12 +133,16 @@ def show(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-_NO_SUCH_FILE = re.compile(r"No such file or directory", re.IGNORECASE)
+# `cat: /data/data/x/a.xml: No such file or directory`: the reading program says the path is missing.
+# The shell saying it (`/system/bin/sh: cat: No such file or directory`, when a su passed the
+# command's words to a shell as a script name) or su saying it is su's own syntax, not a missing file.
+_NO_SUCH_FILE = re.compile(r"^(?!(?:\S*/)?sh: )(?!su: )\S+: .+: No such file or directory", re.IGNORECASE | re.MULTILINE)
 _NO_SU = re.compile(r"\bsu\b.*(inaccessible or not found|not found|No such file)", re.IGNORECASE)
+_ANY_NO_SUCH_FILE = re.compile(r"No such file or directory|inaccessible or not found", re.IGNORECASE)
 
 
 def is_missing_file(raw: RawRead) -> bool:
-    """The read failed because the file is not there (cat/base64 said so)."""
+    """The read failed because the file is not there (cat/base64 said so about the path it was given)."""
     return raw.status not in (0, None) and bool(_NO_SUCH_FILE.search(raw.text)) and not _NO_SU.search(raw.text)
 
 
@@ -158,13 +162,17 @@ def unreadable(raw: RawRead | None, what: str) -> str | None:
         return f"{what} could not be read: the device's answer stopped before this read finished"
     if raw.status == 0:
         return None
-    if _NO_SU.search(raw.text) or (raw.status == 127 and "su" in raw.text):
+    if _NO_SU.search(raw.text) or (raw.status == 127 and re.search(r"\bsu\b", raw.text)):
         return (f"{what} needs root and this device has no `su` (a user build?): use a userdebug or eng "
                 "build, such as an emulator image without Google Play")
     if "not allowed to su" in raw.text:
         return f"{what} needs root and `su` refused: {cut(raw.text, 200)}"
     if _NO_SUCH_FILE.search(raw.text):
         return f"{what} does not exist"
+    if _ANY_NO_SUCH_FILE.search(raw.text):
+        return (f"{what} could not be read: the root command did not run as written, so this says nothing about "
+                f"the file (su's own syntax? the device's su form is detected as the fingerprint's suForm): "
+                f"{cut(raw.text, 200)}")
     if "Permission denied" in raw.text:
         return f"{what} could not be read: permission denied ({cut(raw.text, 200)})"
     return f"{what} could not be read (exit {raw.status}): {cut(raw.text, 200) or 'no output'}"

@@ -188,29 +188,47 @@ def _state(tracker: Tracker, raw: RawRead | None) -> tuple[Any, str | None]:
             return appops_kind.parse_query_op(text), None
         except ValueError as exc:
             return None, f"{tracker.label}: {cut(exc, 200)}"
-    return _appop_mode(text, tracker.param("op")), None
+    return appop_modes(text, tracker.param("op")), None
 
 
 def _numeric(value: str) -> tuple[int, str]:
     return (int(value), "") if value.isdigit() else (0, value)
 
 
-def _appop_mode(text: str, op: str) -> str:
-    """`cmd appops get PKG OP` -> the mode in force; an op nothing set has its default mode.
+def appop_modes(text: str, op: str) -> tuple[str | None, str]:
+    """`cmd appops get PKG OP` -> (the uid mode or None, the package mode in force).
 
-    That is the `Default mode: X` line AppOpsService prints after `No operations.`, else the op's
-    AOSP default. `default` (MODE_DEFAULT) is a mode of its own, not "untouched".
+    AppOpsService prints a uid mode as `Uid mode: OP: mode` before the package's own `OP: mode`
+    line (both can exist: `Uid mode: READ_CLIPBOARD: foreground` then `READ_CLIPBOARD: deny; time=...`).
+    A package op nothing set has the `Default mode: X` printed after `No operations.`, else the
+    op's AOSP default. `default` (MODE_DEFAULT) is a mode of its own, not "untouched".
     """
+    uid_mode: str | None = None
+    package_mode: str | None = None
     fallback = appops_kind.default_mode(op)
     for line in text.splitlines():
         line = line.strip()
-        if line.startswith("Uid mode: "):
+        at_uid = line.startswith("Uid mode: ")
+        if at_uid:
             line = line[len("Uid mode: "):]
         if line.startswith(f"{op}: "):
-            return line[len(op) + 2:].split(";", 1)[0].split(" (", 1)[0].strip()
-        if line.startswith("Default mode: "):
+            mode = line[len(op) + 2:].split(";", 1)[0].split(" (", 1)[0].strip()
+            if at_uid:
+                uid_mode = mode
+            elif package_mode is None:
+                package_mode = mode
+        elif line.startswith("Default mode: "):
             fallback = line[len("Default mode: "):].strip()
-    return fallback
+    return uid_mode, package_mode if package_mode is not None else fallback
+
+
+def _appop_sentence(label: str, was: tuple[str | None, str], now: tuple[str | None, str]) -> list[str]:
+    left = []
+    if now[0] != was[0]:
+        left.append(f"{label} (uid mode) is {now[0] or 'unset'}, was {was[0] or 'unset'}")
+    if now[1] != was[1]:
+        left.append(f"{label} is {now[1]}, was {was[1]}")
+    return left
 
 
 # ----------------------------------------------------------------------------- undo
@@ -250,10 +268,19 @@ def undo_actions(tracker: Tracker, before: Any, after: Any) -> list[Action]:
             return []
         name = tracker.param("name")
         return [Action(f"set property {name} back to {before!r}", sh("su", "0", "setprop", name, before))]
-    if before != after:
-        package, op = tracker.param("package"), tracker.param("op")
-        return [Action(f"set {op} of {package} back to {before}", sh("cmd", "appops", "set", package, op, before))]
-    return []
+    # restoreAppop: each level back at its own level (`--uid` for the uid mode), never a uid mode written as a package's.
+    package, op = tracker.param("package"), tracker.param("op")
+    (uid_before, package_before), (uid_after, package_after) = before, after
+    actions = []
+    if uid_before != uid_after:
+        # An unset uid mode comes back by setting the op's default mode, which drops the entry.
+        target = uid_before if uid_before is not None else appops_kind.default_mode(op)
+        actions.append(Action(f"set the uid mode of {op} of {package} back to {uid_before or 'unset'}",
+                              sh("cmd", "appops", "set", "--uid", package, op, target)))
+    if package_before != package_after:
+        actions.append(Action(f"set {op} of {package} back to {package_before}",
+                              sh("cmd", "appops", "set", package, op, package_before)))
+    return actions
 
 
 def _setting_actions(namespace: str, before: Mapping[str, Any], after: Mapping[str, Any]) -> list[Action]:
@@ -346,6 +373,8 @@ def leftovers(trackers: Sequence[Tracker], before: DeviceReads | None, reread: D
         elif tracker.source == "appops-mode":
             if set(now) != set(was):
                 left.append(f"{tracker.label}: {', '.join(sorted(now)) or 'none'}, was {', '.join(sorted(was)) or 'none'}")
+        elif tracker.source == "appop":
+            left += _appop_sentence(tracker.label, was, now)
         elif now != was:
             left.append(f"{tracker.label} is {now}, was {was}")
     return left

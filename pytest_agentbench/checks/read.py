@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_agentbench.checks.base import DeviceReads, RawRead, Read
+from pytest_agentbench.device.rootshell import known_su_form, rooted
 from pytest_agentbench.device.shellscript import Script, echo_status, sh
 
 if TYPE_CHECKING:
@@ -140,7 +141,8 @@ def read_device(
     if not reads:
         raw = adb.exec_out(serial, then, timeout_s=timeout_s) if then is not None else b""
         return BatchResult(DeviceReads({}, read_at), raw)
-    script = batch_script(reads, nonce)
+    # Root reads are written `su 0 CMD`; the device's own su form (detected once) replaces it.
+    script = rooted(batch_script(reads, nonce), known_su_form(adb, serial))
     if then is not None:
         script = Script.join([script, then], ";")
     raw = adb.exec_out(serial, script, timeout_s=timeout_s)

@@ -11,6 +11,17 @@
 # or `includes: [[...]]` (these rows among others) or `count: N`
 ```
 
+An app whose database schema changes between versions names one query per known schema
+instead of `query`; the tables the database holds (`sqlite_master`) choose it, and a database
+no known schema fits fails with "unknown bugle_db schema: tables ...", never with an SQL error:
+
+```yaml
+  schemas:
+    - tables: [conversations, conversation_pins]
+      query: SELECT ... JOIN conversation_pins ...
+      provenOn: "the simulated Messages only"      # which app versions this query was proven on
+```
+
 No query runs on the phone: the database file (and its `-wal` and `-journal`, when there) comes
 back base64-encoded in the batched read, is written to a private temporary directory, and is opened
 with `mode=ro`. A database the app was writing (a hot journal), a corrupt file or a missing one
@@ -61,6 +72,8 @@ class Spec:
     rows: tuple[tuple[Any, ...], ...] = ()
     count: int | None = None
     ordered: bool = False
+    #: (tables the schema has, its query, the app versions it was proven on), when `schemas` replaces `query`.
+    schemas: tuple[tuple[tuple[str, ...], str, str], ...] = ()
 
     @property
     def device_path(self) -> str:
@@ -85,8 +98,25 @@ def parse(entry: Mapping[str, Any]) -> Spec:
     """A validated `verify.device` entry -> Spec."""
     expect = next(key for key in ("rows", "includes", "count") if key in entry)
     rows = tuple(tuple(_sqlite_value(v) for v in row) for row in entry.get(expect, ())) if expect != "count" else ()
-    return Spec(entry["name"], entry["package"], entry["database"], entry["query"], expect, rows,
-                entry.get("count"), bool(entry.get("ordered", False)))
+    schemas = tuple((tuple(schema["tables"]), schema["query"], schema["provenOn"]) for schema in entry.get("schemas") or ())
+    return Spec(entry["name"], entry["package"], entry["database"], entry.get("query", ""), expect, rows,
+                entry.get("count"), bool(entry.get("ordered", False)), schemas)
+
+
+def pick_schema_query(tables: Sequence[str], schemas: Sequence[tuple[Sequence[str], str, str]]) -> str | None:
+    """The query of the first known schema whose tables the database holds all of; None when none fits.
+
+    Pure, so the doctor can judge a device's database against the same schemas.
+    """
+    held = set(tables)
+    return next((query for needed, query, _proven in schemas if set(needed) <= held), None)
+
+
+def unknown_schema(database: str, tables: Sequence[str], schemas: Sequence[tuple[Sequence[str], str, str]]) -> str:
+    """The sentence for a database no known schema fits: what it holds and what each known schema needs."""
+    known = "; ".join(f"{' + '.join(needed)} ({proven})" for needed, _query, proven in schemas)
+    return (f"unknown {posixpath.basename(database)} schema: tables {', '.join(sorted(tables)) or 'none'}; "
+            f"the known schemas need {known}")
 
 
 def reads(spec: Spec) -> tuple[Read, ...]:
@@ -104,13 +134,15 @@ def _tables(connection: sqlite3.Connection) -> list[str]:
         return []
 
 
-def run_query(files: Mapping[str, bytes], name: str, query: str) -> dict[str, Any]:
+def run_query(files: Mapping[str, bytes], name: str, query: str,
+              schemas: Sequence[tuple[Sequence[str], str, str]] = ()) -> dict[str, Any]:
     """Write a database (and its companions) to a private temporary directory, open it read-only, run one query.
 
     Args:
         files: Suffix ("", "-wal", "-journal") -> bytes, as pulled from the device.
         name: The database's file name (for messages).
-        query: The suite's SELECT.
+        query: The suite's SELECT (unused when `schemas` is given).
+        schemas: Known schemas (tables, query, provenOn): the tables the copy holds choose the query.
 
     Returns:
         `{"columns", "rows", "tables"}`, or `{"error": sentence}`.
@@ -124,10 +156,19 @@ def run_query(files: Mapping[str, bytes], name: str, query: str) -> dict[str, An
         except sqlite3.Error as exc:
             return snapshot_error(f"the copy of {name} does not open: {exc}")
         try:
+            if schemas:
+                tables = _tables(connection)
+                if not tables:
+                    connection.execute("SELECT 1 FROM sqlite_master").fetchall()  # a corrupt file says so here
+                chosen = pick_schema_query(tables, schemas)
+                if chosen is None:
+                    return snapshot_error(unknown_schema(name, tables, schemas))
+                query = chosen
             cursor = connection.execute(query)
             columns = [column[0] for column in cursor.description or ()]
             rows = [[_plain(value) for value in row] for row in cursor.fetchall()]
-            return {"columns": columns, "rows": rows, "tables": _tables(connection)}
+            found = {"columns": columns, "rows": rows, "tables": _tables(connection)}
+            return {**found, "query": query} if schemas else found
         except sqlite3.DatabaseError as exc:
             return snapshot_error(_query_error(name, exc, _tables(connection), "-journal" in files))
         finally:
@@ -159,7 +200,7 @@ def snapshot(spec: Spec, device: DeviceReads) -> dict[str, Any]:
             files[suffix] = extra.data
         elif extra is not None and extra.status not in (0, None) and not is_missing_file(extra):
             return snapshot_error(unreadable(extra, f"the database file {spec.device_path}{suffix}") or "")
-    return run_query(files, spec.device_path, spec.query)
+    return run_query(files, spec.device_path, spec.query, spec.schemas)
 
 
 def _rows_equal(expected: Sequence[Sequence[Any]], actual: Sequence[Sequence[Any]], ordered: bool) -> bool:
@@ -195,7 +236,8 @@ def _includes(expected: Sequence[Sequence[Any]], actual: Sequence[Sequence[Any]]
 
 def validate(before: Mapping[str, Any] | None, after: Mapping[str, Any], spec: Spec, context: CheckContext) -> Check:
     """Judge the query's rows in the after-snapshot."""
-    expected = f"{spec.describe()} from `{cut(spec.query, 160)}` on {spec.device_path}"
+    query = after.get("query") or spec.query or f"one query per known schema ({len(spec.schemas)})"
+    expected = f"{spec.describe()} from `{cut(query, 160)}` on {spec.device_path}"
     if "error" in after:
         return failed(KIND, spec.name, expected, after["error"])
     rows = after["rows"]

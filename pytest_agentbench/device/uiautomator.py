@@ -13,7 +13,7 @@ from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import fromstring
 
 from pytest_agentbench.errors import DeviceError
-from pytest_agentbench.text import standalone_match
+from pytest_agentbench.text import normalize_spaces, standalone_match
 
 if TYPE_CHECKING:
     from pytest_agentbench.device.adb import Adb
@@ -22,6 +22,10 @@ _BOUNDS = re.compile(r"\[(-?\d+),(-?\d+)\]\[(-?\d+),(-?\d+)\]")
 # Class names of nodes text is typed into (EditText and its subclasses that report their own class,
 # Compose text fields); uiautomator's XML has no editable attribute.
 _EDITABLE_CLASSES = ("EditText", "TextField", "AutoCompleteTextView", "SearchAutoComplete")
+#: What `uiautomator dump` prints instead of a hierarchy while the screen animates (AOSP DumpCommand).
+NOT_IDLE = "could not get idle state"
+#: Dumps tried again after that (observe, the post-run screen) before the screen counts as unreadable.
+IDLE_RETRIES = 2
 # Long texts (articles, logs) are cut so one node cannot flood the agent's context.
 _MAX_LABEL_CHARS = 80
 
@@ -269,7 +273,7 @@ def indexed_elements(screen: Screen) -> tuple[Element, ...]:
 
 
 def _quote(text: str) -> str:
-    flat = " ".join(text.split())
+    flat = normalize_spaces(text)
     if len(flat) > _MAX_LABEL_CHARS:
         flat = flat[: _MAX_LABEL_CHARS - 1] + "…"
     return '"' + flat.replace('"', "'") + '"'
@@ -345,8 +349,13 @@ def screen_signature(nodes: Iterable[UiNode]) -> tuple[tuple[object, ...], ...]:
 
 
 def screen_includes(texts: Iterable[str], expected: str) -> bool:
-    """Tell whether one of the app's on-screen texts shows `expected` standalone, case-sensitively."""
-    return any(standalone_match(text, expected, ignore_case=False) for text in texts)
+    """Tell whether one of the app's on-screen texts shows `expected` standalone, case-sensitively.
+
+    Both sides have their Unicode spaces normalised first (`text.normalize_spaces`), as the
+    observe text shows them: `12:30 PM` matches Android 14's `12:30\u202fPM`.
+    """
+    wanted = normalize_spaces(expected)
+    return any(standalone_match(normalize_spaces(text), wanted, ignore_case=False) for text in texts)
 
 
 def extract_hierarchy(raw: bytes) -> str:

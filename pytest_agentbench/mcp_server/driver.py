@@ -10,6 +10,8 @@ from pytest_agentbench.device.adb import Adb, ShellResult
 from pytest_agentbench.device.shellscript import Script, sh
 from pytest_agentbench.errors import DeviceError
 from pytest_agentbench.device.uiautomator import (
+    IDLE_RETRIES,
+    NOT_IDLE,
     Element,
     Screen,
     format_elements,
@@ -124,6 +126,11 @@ class PhoneDriver:
             DeviceError: The device did not answer, or what it printed is not a dump.
         """
         raw = self._adb.exec_out(self.serial, _OBSERVE_SCRIPT, timeout_s=30).decode("utf-8", "replace")
+        for _ in range(IDLE_RETRIES):
+            # uiautomator already waited for idle before giving up; an animating screen usually settles by the next dump.
+            if NOT_IDLE not in raw:
+                break
+            raw = self._adb.exec_out(self.serial, _OBSERVE_SCRIPT, timeout_s=30).decode("utf-8", "replace")
         focus, _, xml = raw.partition(_FOREGROUND_MARKER)
         if not xml:
             focus, xml = "", raw

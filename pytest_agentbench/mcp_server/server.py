@@ -22,6 +22,7 @@ from pytest_agentbench.mcp_server.hub import DeviceHub
 from pytest_agentbench.mcp_server.stdio import hub_lifespan
 from pytest_agentbench.mcp_server.screenshots import ScreenshotRecorder
 from pytest_agentbench.device.uiautomator import UiNode, visible_texts
+from pytest_agentbench.text import normalize_spaces
 
 logger = logging.getLogger("agentbench.mcp")
 
@@ -175,8 +176,13 @@ def _node_by_text(observation: Observation, text: str) -> UiNode:
     nodes = observation.screen.nodes
     matches = [node for node in nodes if text in (node.text, node.content_desc)]
     if not matches:
-        folded = text.casefold()
-        matches = [node for node in nodes if folded in (node.text.casefold(), node.content_desc.casefold())]
+        # The observe text shows U+202F / U+00A0 as spaces, so the agent's `12:30 PM` names `12:30\u202fPM`.
+        wanted = normalize_spaces(text)
+        matches = [node for node in nodes if wanted in (normalize_spaces(node.text), normalize_spaces(node.content_desc))]
+    if not matches:
+        folded = normalize_spaces(text).casefold()
+        matches = [node for node in nodes
+                   if folded in (normalize_spaces(node.text).casefold(), normalize_spaces(node.content_desc).casefold())]
     if matches:
         return _pick(matches, observation, f"text '{text}'")
     shown = visible_texts(observation.elements)

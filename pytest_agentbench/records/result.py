@@ -141,6 +141,28 @@ class RunResult:
     def run_dir(self) -> Path:
         return Path(self.run_directory)
 
+    @property
+    def run_id(self) -> str:
+        """The run directory's name (`20261201T214935Z-799d023a`): what names this run on disk."""
+        return Path(self.run_directory).name
+
+    @property
+    def instance_id(self) -> str | None:
+        """The seeded instance's id (`r3`, `r3-42-Bob`), None for a run recorded without one."""
+        value = (self.instance or {}).get("id")
+        return None if value is None else str(value)
+
+    @property
+    def repeat_index(self) -> int | None:
+        """Which repeat of its suite this run was (1 for r1), None when not recorded."""
+        value = (self.instance or {}).get("repeat")
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    @property
+    def instance_key(self) -> str | None:
+        """The instance id when the run had param values, else None (its repeats are not distinct instances)."""
+        return self.instance_id if (self.instance or {}).get("values") and self.instance_id else None
+
     def with_tail(self, tail: str | None) -> RunResult:
         return replace(self, transcript_tail=tail)
 

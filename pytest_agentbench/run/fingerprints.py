@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agentbench.device.shellscript import Script, sh
+from pytest_agentbench.device.rootshell import NO_SU, parse_su_form, su_form_probe
 
 UNKNOWN = "unknown"
 
@@ -211,6 +212,7 @@ DEVICE_FINGERPRINT_FIELDS: tuple[str, ...] = (
     "clock",
     "buildId",
     "rotation",
+    "suForm",
 )
 
 # (section, shell command) pairs run as ONE device shell script, so reading the whole
@@ -255,6 +257,8 @@ def device_fingerprint_script() -> Script:
     parts: list[Script] = []
     for section, argv in DEVICE_FINGERPRINT_COMMANDS:
         parts += [sh("echo", f"{_MARK}begin {section}"), sh(*argv).quiet(), sh("echo", f"{_MARK}end {section}")]
+    # Which su form gives root (device/rootshell.py): its probe prints its own markers, so it is not quieted.
+    parts += [sh("echo", f"{_MARK}begin suForm"), su_form_probe(), sh("echo", f"{_MARK}end suForm")]
     return Script.join(parts, ";")
 
 
@@ -340,12 +344,18 @@ def _parse_scale(text: str) -> str:
 
 
 def _parse_theme(text: str) -> str:
-    """`light`, `dark`, `auto` or `custom` from `cmd uimode night` (`Night mode: no|yes|auto|custom`)."""
+    """`light`, `dark`, `auto`, `custom`, `custom_schedule` or `custom_bedtime` from `cmd uimode night`.
+
+    Android 13+ (AOSP UiModeManagerService.Shell.nightModeToStr) prints `custom_schedule` or
+    `custom_bedtime` for MODE_NIGHT_CUSTOM; older releases print `custom`. AOSP's own `unknown`
+    stays unknown.
+    """
     match = re.search(r"Night mode:\s*(\w+)", text)
     if not match:
         raise ValueError(f"no night mode in {text!r}")
     mode = match[1].lower()
-    mapping = {"no": "light", "yes": "dark", "auto": "auto", "custom": "custom"}
+    mapping = {"no": "light", "yes": "dark", "auto": "auto", "custom": "custom",
+               "custom_schedule": "custom_schedule", "custom_bedtime": "custom_bedtime"}
     if mode not in mapping:
         raise ValueError(f"unknown night mode {mode!r}")
     return mapping[mode]
@@ -447,6 +457,7 @@ def parse_device_fingerprint(output: str) -> dict[str, str]:
         "clock": read(_parse_clock, "time1224"),
         "buildId": read(_parse_prop, "buildId"),
         "rotation": read(_parse_rotation, "windowDisplays", "accelerometerRotation", "userRotation"),
+        "suForm": read(lambda text: parse_su_form(text) or NO_SU, "suForm"),
     }
     return {name: fingerprint[name] for name in DEVICE_FINGERPRINT_FIELDS}
 

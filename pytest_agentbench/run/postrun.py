@@ -23,7 +23,7 @@ from pytest_agentbench.checks.base import DeviceReads, Read
 from pytest_agentbench.checks.read import read_device, save_reads
 from pytest_agentbench.device.claims import read_claim_holder
 from pytest_agentbench.device.capture import capture_screen, capture_script, hierarchy_of, split_capture
-from pytest_agentbench.device.uiautomator import parse_hierarchy
+from pytest_agentbench.device.uiautomator import IDLE_RETRIES, NOT_IDLE, parse_hierarchy
 from pytest_agentbench.errors import DeviceError, DeviceLost, DeviceUnavailable
 from pytest_agentbench.records.run import DeviceState, ScreenSnapshot
 from pytest_agentbench.servers import RUN_TOKEN_ENV, DaemonSpec
@@ -216,6 +216,12 @@ def read_post_run_state(device: ClaimedDevice, suite: Suite, artifacts: RunArtif
             save_reads(after, artifacts.run_dir, "after")
             capture = split_capture(batch.then_output)
         else:
+            capture = capture_screen(device.adb, device.serial)
+        for _ in range(IDLE_RETRIES):
+            # An animating screen ("could not get idle state") usually settles by the next dump; the reads stand.
+            if capture.xml is not None or not any(NOT_IDLE in problem for problem in capture.problems):
+                break
+            _log(artifacts.postrun_log, [f"screen: {problem}; dumping again" for problem in capture.problems])
             capture = capture_screen(device.adb, device.serial)
         if capture.png is not None:
             artifacts.screen_png.write_bytes(capture.png)

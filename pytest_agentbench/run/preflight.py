@@ -21,6 +21,7 @@ from pytest_agentbench.device.capture import ScreenCapture, capture_screen, capt
 from pytest_agentbench.device.shellscript import Script, quote, sh
 from pytest_agentbench.device.uiautomator import app_texts, missing_texts, parse_hierarchy
 from pytest_agentbench.errors import DeviceUnavailable, PreflightError
+from pytest_agentbench.device.rootshell import known_su_form, remember_su_form, rooted, su_form_for
 from pytest_agentbench.run.fingerprints import device_fingerprint_script, parse_app_build, parse_device_fingerprint
 from pytest_agentbench.run.seed import plan_seeds
 from pytest_agentbench.suite import AppSpec, PrefValue, PreflightSpec
@@ -170,6 +171,8 @@ def build_reset_script(app: AppSpec, preflight: PreflightSpec, staged_prefs: Map
     steps = [
         _step("installed", sh("pm", "path", package)),
         _step("app-build", sh("dumpsys", "package", package)),
+        # The other apps the job touches: their builds are recorded too (an absent one reads as unknown).
+        *(_step(f"app-build {other}", sh("dumpsys", "package", other)) for other in app.also_uses),
         _step("force-stop", sh("am", "force-stop", package)),
     ]
     if preflight.clear_app_data:
@@ -296,11 +299,13 @@ def run_preflight(
         script = gated(script, before=baseline_batch)
     elif baseline_batch is not None:
         script = Script.join([baseline_batch, script], ";")
+    script = rooted(script, known_su_form(adb, serial))
     log.write(f"$ {script.text}")
     result = adb.shell(serial, script, check=False, timeout_s=60)
     output = result.stdout
     if fingerprint is None:
         fingerprint, output = split_device_read(serial, output)
+    remember_su_form(adb, serial, fingerprint.get("suForm"))
     log.write(f"device fingerprint: {fingerprint}")
     baseline = None
     split = split_batch(output, first_reads, nonce) if first_reads else {}
@@ -316,7 +321,7 @@ def run_preflight(
         log.write(f"device baseline (before reset and seeds): {len(baseline.reads)} reads -> {path.name}")
     steps = _split_steps(output)
     for name, output, finished in steps:
-        shown = output if name != "app-build" else _app_build_lines(output)
+        shown = output if not name.startswith("app-build") else _app_build_lines(output)
         log.write(f"[{name}] {'ok' if finished else 'FAILED'}{': ' + shown if shown else ''}")
     failed = next(((name, output) for name, output, finished in steps if not finished), None)
     if failed is not None or result.exit_code != 0 or not steps:
@@ -329,6 +334,9 @@ def run_preflight(
     if "Error:" in outputs["launch"]:
         raise PreflightError(f"opening the start screen failed: {outputs['launch']}; see {log.path}")
     build = parse_app_build(outputs["app-build"], apk_sha256=apk_sha256[:16] if apk_sha256 else None)
+    if app.also_uses:
+        # Compared with the baseline like the rest of appBuild: another app's update flags the run.
+        build["otherApps"] = {other: parse_app_build(outputs[f"app-build {other}"]) for other in app.also_uses}
     log.write(f"app build: {build}")
 
     if preflight.settle_seconds:
@@ -443,6 +451,7 @@ def preflight_suite(device: ClaimedDevice, suite: Suite, *, run_dir: Path) -> Pr
     if device.claim is None:
         device.take_back()
     take_unfinished = getattr(device, "take_unfinished_cleanup", None)
+    su_form_for(device.adb, device.serial)  # once per device: the reset's seeds and root reads use its su form
     return run_preflight(
         device.adb, device.serial, app=suite.app, preflight=suite.preflight, run_dir=run_dir,
         device_reads=checks.before_reads(), baseline_reads=checks.baseline_reads(),

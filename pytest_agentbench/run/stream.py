@@ -8,12 +8,18 @@ the stream: the event type (from the head of the line), and in assistant lines t
 
 Sidecar format (`claude.timing.jsonl`), one JSON value per line:
 
-    {"format": "agentbench-stream-timing", "version": 1, "clock": "...", "row": "..."}
+    {"format": "agentbench-stream-timing", "version": 2, "clock": "...", "row": "...", "modelCallRow": "..."}
     [1, 0.8421]
     [2, 2.1030]
+    {"modelCall": 1, "line": 2, "startSeconds": 1.853, "durationSeconds": 0.25, "promptTokens": 1000, ...}
 
-Each row is `[line number in claude.jsonl (1-based, as the transcript parser counts), seconds
-from the agent's start (time.monotonic) to the moment the line's last byte arrived]`.
+Each list row is `[line number in claude.jsonl (1-based, as the transcript parser counts), seconds
+from the agent's start (time.monotonic) to the moment the line's last byte arrived]`. An agent
+that reports its model calls (agentbench-agent's `model-call` reports) gets an object row after
+each report's own row: the call's number, the report's line, when the call started on this
+clock (the report's arrival minus the call's duration), its duration, tokens (null: unknown),
+finish reason and retries (each `{status, wait_s, error}`). Version 1 sidecars have no object
+rows; `read_arrivals` reads both versions and skips object rows.
 """
 
 from __future__ import annotations
@@ -31,12 +37,14 @@ from pathlib import Path
 from typing import IO
 
 TIMING_FORMAT = "agentbench-stream-timing"
-TIMING_VERSION = 1
+TIMING_VERSION = 2
 TIMING_HEADER = {
     "format": TIMING_FORMAT,
     "version": TIMING_VERSION,
     "clock": "seconds since the agent process was started (time.monotonic)",
     "row": "[line number in claude.jsonl, arrival seconds of the line's last byte]",
+    "modelCallRow": "{modelCall, line, startSeconds, durationSeconds, promptTokens, completionTokens, finishReason, retries}"
+                    " after an agent's model-call report",
 }
 
 _CHUNK = 1 << 16
@@ -48,6 +56,10 @@ _TYPE_FIRST = re.compile(rb'\s*\{\s*"type"\s*:\s*"([A-Za-z_]+)"')
 # A tool_use content block. Inside a JSON string quotes are escaped, so this only matches the
 # stream's own structure, never text an agent or a tool wrote.
 _TOOL_USE = re.compile(rb'"type"\s*:\s*"tool_use"')
+# An agent's model-call report (`audit.transcript.AGENT_REPORT_SUBTYPE`, kind `model-call`; this
+# stage sits below the audit, so the names are spelled here). Only a line that has both is parsed.
+_AGENT_REPORT = re.compile(rb'"subtype"\s*:\s*"agentbench_report"')
+_MODEL_CALL = re.compile(rb'"kind"\s*:\s*"model-call"')
 # Signals go to the main thread, where pytest and the runner handle them.
 _MAIN_THREAD_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
 
@@ -200,6 +212,10 @@ class StreamRecorder:
             self.tool_calls += len(_TOOL_USE.findall(line))
         elif kind == "result" and self.result_at is None:
             self.result_at = arrived
+        elif kind == "system" and length <= _KEEP and timing is not None and _MODEL_CALL.search(line) and _AGENT_REPORT.search(line):
+            row = model_call_row(line, self.lines, arrived)
+            if row is not None:
+                timing.write(json.dumps(row) + "\n")
 
 
 def _event_type(line: bytes, *, whole: bool) -> str | None:
@@ -217,11 +233,56 @@ def _event_type(line: bytes, *, whole: bool) -> str | None:
     return kind if isinstance(kind, str) else None
 
 
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def model_call_row(line: bytes, number: int, arrived: float) -> dict[str, object] | None:
+    """One model-call report line -> its sidecar row (None when the line is not such a report after all)."""
+    try:
+        report = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(report, dict) or report.get("subtype") != "agentbench_report" or report.get("kind") != "model-call":
+        return None
+    duration_ms = _number(report.get("duration_ms"))
+    duration = None if duration_ms is None else round(duration_ms / 1000, 4)
+    retries = report.get("retries")
+    return {
+        "modelCall": _count(report.get("call")),
+        "line": number,
+        "startSeconds": None if duration is None else round(max(arrived - duration, 0.0), 4),
+        "durationSeconds": duration,
+        "promptTokens": _count(report.get("prompt_tokens")),
+        "completionTokens": _count(report.get("completion_tokens")),
+        "finishReason": report.get("finish_reason") if isinstance(report.get("finish_reason"), str) else None,
+        "retries": [retry for retry in retries if isinstance(retry, dict)] if isinstance(retries, list) else [],
+    }
+
+
+def read_model_calls(path: Path) -> list[dict[str, object]] | None:
+    """A timing sidecar's model-call rows, in stream order; None when there is no sidecar (a version 1 one has none: [])."""
+    try:
+        handle = open(path, encoding="utf-8")
+    except OSError:
+        return None
+    with handle:
+        header = _json_or_none(handle.readline())
+        if not isinstance(header, dict) or header.get("format") != TIMING_FORMAT:
+            return None
+        return [row for row in map(_json_or_none, handle) if isinstance(row, dict) and "modelCall" in row]
+
+
 def read_arrivals(path: Path) -> dict[int, float] | None:
     """A timing sidecar -> line number -> arrival seconds; None when there is no sidecar.
 
     Rows that do not parse (the last row of a run that was killed mid-write) are skipped, so
-    a damaged sidecar gives a split over the lines it does time.
+    a damaged sidecar gives a split over the lines it does time; model-call rows are not arrivals
+    (`read_model_calls` reads them).
 
     Args:
         path: The run's `claude.timing.jsonl`.

@@ -75,7 +75,8 @@ class Phone(SeedingMixin):
     Overrides: `props` (dict merged into the system properties; `{"ro.build.type": "user"}` makes a
     production build without su or `adb root`), `settings` (namespace -> dict), `size` ((w, h)
     physical pixels), `density`, `apps` (App instances to install instead of the built-in set), and
-    the shorthands `model`, `manufacturer`, `sdk`, `release`. Seeding calls are in sim/seeding.py.
+    the shorthands `model`, `manufacturer`, `sdk`, `release`; `su_variant` (`aosp`, `magisk`, `root-only`); `busy_screen_dumps` ({package: N}: its next N dumps
+    print "ERROR: could not get idle state."). Seeding calls are in sim/seeding.py.
     """
 
     def __init__(self, serial_hint: str = "sim", **overrides: object) -> None:
@@ -100,6 +101,12 @@ class Phone(SeedingMixin):
         self.physical_size: tuple[int, int] = tuple(overrides.pop("size", PHYSICAL_SIZE))  # type: ignore[assignment]
         self.physical_density = int(overrides.pop("density", PHYSICAL_DENSITY))  # type: ignore[arg-type]
         apps = overrides.pop("apps", None)
+        #: Package -> how many more `uiautomator dump`s with it in front print "could not get idle state".
+        self.busy_screen_dumps: dict[str, int] = {str(k): int(v) for k, v in dict(overrides.pop("busy_screen_dumps", {}) or {}).items()}  # type: ignore[call-overload]
+        #: How su reads its words: `aosp`, `magisk` or `root-only` (sim/commands/su.py).
+        self.su_variant = str(overrides.pop("su_variant", "aosp"))
+        if self.su_variant not in ("aosp", "magisk", "root-only"):
+            raise ValueError(f"su_variant must be aosp, magisk or root-only, got {self.su_variant!r}")
         if overrides:
             raise TypeError(f"Phone() got unknown overrides: {', '.join(sorted(overrides))}")
         self.override_size: tuple[int, int] | None = None
@@ -130,6 +137,10 @@ class Phone(SeedingMixin):
                 self.fs.write(f"/system/bin/{binary}", b"", mode=0o755)
         if self.debuggable_build:
             self.fs.write("/system/xbin/su", b"", mode=0o4750)
+            # A benchmark image: Chrome's first-run screens off, as docs/jobs.md asks (read on userdebug only).
+            self.fs.write("/data/local/tmp/chrome-command-line", b"_ --disable-fre --no-default-browser-check --no-first-run\n")
+        #: RoleManager's holders (`cmd role`): Messages is the default SMS app, as the Messages job needs.
+        self.roles: dict[str, list[str]] = {"android.app.role.SMS": ["com.google.android.apps.messaging"]}
         self.log("ActivityManager", "System now ready", buffer="system")
         self.launch(LAUNCHER_PACKAGE)
         self.log("BootReceiver", "Boot completed; time zone " + self.timezone, buffer="system")
@@ -152,6 +163,16 @@ class Phone(SeedingMixin):
             self.command_log.append(command)
             stdout, stderr, status = shell.run(self, command, user=user or self.adbd_user)
             return CommandResult(stdout, stderr, status)
+
+    def take_busy_dump(self) -> bool:
+        """Whether this dump fails as an animating screen's does (uses up one of `busy_screen_dumps`)."""
+        with self.lock:
+            front = self.tasks[-1] if self.tasks else ""
+            if self.busy_screen_dumps.get(front, 0) <= 0:
+                return False
+            self.busy_screen_dumps[front] -= 1
+            self.counters["busy-screen-dumps"] += 1
+            return True
 
     # Build, identity and time.
 

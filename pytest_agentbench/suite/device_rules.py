@@ -101,9 +101,14 @@ def _check_problems(where: str, entry: Mapping[str, Any]) -> list[str]:
         given = [key for key in ("rows", "includes", "count") if key in entry]
         if len(given) != 1:
             problems.append(f"{where}: expected exactly one of rows, includes or count, got {', '.join(given) or 'none'}")
-        query = entry.get("query", "")
-        if not re.match(r"\s*(SELECT|WITH)\b", query, re.IGNORECASE):
-            problems.append(f"{where}.query: expected one SELECT (or WITH ... SELECT) statement, got {query[:80]!r}")
+        if ("query" in entry) == ("schemas" in entry):
+            problems.append(f"{where}: expected exactly one of query or schemas (one query per known schema)")
+        queries = [(f"{where}.query", entry["query"])] if "query" in entry else [
+            (f"{where}.schemas[{index}].query", schema.get("query", ""))
+            for index, schema in enumerate(entry.get("schemas") or []) if isinstance(schema, Mapping)]
+        for key, query in queries:
+            if not re.match(r"\s*(SELECT|WITH)\b", query, re.IGNORECASE):
+                problems.append(f"{key}: expected one SELECT (or WITH ... SELECT) statement, got {query[:80]!r}")
         return problems
     if kind == "content":
         problems = []

@@ -42,6 +42,8 @@ class AppSpec:
 
     package_name: str
     apk_path: Path | None
+    #: Other apps the job touches (`app.alsoUses`): preflight records each one's build too.
+    also_uses: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -344,7 +346,8 @@ def _pref_value(value: Any) -> PrefValue:
 def app_spec(app: Mapping[str, Any], base: Path) -> AppSpec:
     """A validated `app` mapping -> AppSpec; `apkPath` is resolved against `base` (the rootdir)."""
     apk = app.get("apkPath")
-    return AppSpec(package_name=app["packageName"], apk_path=(Path(base) / apk).resolve() if apk else None)
+    return AppSpec(package_name=app["packageName"], apk_path=(Path(base) / apk).resolve() if apk else None,
+                   also_uses=tuple(package for package in app.get("alsoUses", ()) if package != app["packageName"]))
 
 
 def preflight_spec(preflight: Mapping[str, Any]) -> PreflightSpec:

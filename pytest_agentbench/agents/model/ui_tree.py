@@ -106,10 +106,17 @@ def _flag(value: Any) -> bool:
 def _node_from_listing(position: int, item: dict[str, Any]) -> UiNode:
     box = item.get("coordinates") or item.get("rect") or {}
     try:
-        left, top = int(box.get("x", 0)), int(box.get("y", 0))
-        right, bottom = left + int(box.get("width", 0)), top + int(box.get("height", 0))
-    except (TypeError, ValueError):
-        raise TreeError(f"element {position} of the listing has unreadable coordinates {box!r}; observe again") from None
+        if isinstance(box, dict) and "width" not in box and "height" not in box and "x" in box and "y" in box:
+            # Older mobile-mcp (its issue #32, April 2025): the centre as decimal strings ("1440.500"), no size.
+            # A 1x1 box at that point keeps the tap point exactly where the server said.
+            left, top = round(float(box["x"])), round(float(box["y"]))
+            right, bottom = left + 1, top + 1
+        else:
+            left, top = int(box.get("x", 0)), int(box.get("y", 0))
+            right, bottom = left + int(box.get("width", 0)), top + int(box.get("height", 0))
+    except (TypeError, ValueError, AttributeError):
+        raise TreeError(f"element {position} of the listing has unreadable coordinates {box!r} (expected mobile-mcp's "
+                        "{x, y, width, height} in pixels, or the {x, y} centre older versions list); observe again") from None
     kind = str(item.get("type") or "")
     identifier = str(item.get("identifier") or "")
     return UiNode(

@@ -1,4 +1,4 @@
-"""Per-suite pass rates (with their intervals) and costs -> inline SVG charts, generated here as markup (every text escaped).
+"""Per-suite pass rates (with their intervals), costs and A/B pass rates -> inline SVG charts, generated here as markup (every text escaped).
 
 The page is self-contained, so the charts are plain SVG written by this module: no script, no
 library. Each chart is the only raw markup the template lets through (`|safe`), which is why
@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
+
+from pytest_agentbench.report.stats import DEFAULT_LEVEL, wilson_interval
 
 
 @dataclass(frozen=True)
@@ -175,6 +177,77 @@ def cost_chart(points: Sequence[SuitePoint]) -> str | None:
         else:
             name = f"{len(group)} suites"
         parts.append(_text(x + 8, label_y, name, css="value"))
+        parts.append("</g>")
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+@dataclass(frozen=True)
+class ABPoint:
+    """One suite of an A/B comparison: (passed, judged) in the baseline session and in this one."""
+
+    suite: str
+    baseline: tuple[int, int]
+    this_run: tuple[int, int]
+
+
+def _level_value(level: str) -> float:
+    try:
+        return float(level.rstrip("%")) / 100
+    except ValueError:
+        return DEFAULT_LEVEL
+
+
+def ab_chart(points: Sequence[ABPoint], *, level: str = "95%") -> str | None:
+    """Two bars per suite, the baseline's pass rate above this session's, each with its Wilson interval; None without suites.
+
+    Args:
+        points: One per suite (and the overall line, when the comparison has one), in the order to show.
+        level: The intervals' confidence level ("95%").
+
+    Returns:
+        An `<svg>` element as text.
+    """
+    if not points:
+        return None
+    confidence = _level_value(level)
+    left, plot, right, bar, gap, top = 172, 260, 230, 14, 12, 28
+    group = 2 * bar + gap
+    width, height = left + plot + right, top + group * len(points) + 30
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" id="ab-chart" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="Pass rate per suite, baseline against this session, with {escape(level)} intervals">',
+        _text(left, 16, f"pass rate: baseline (light) against this session (dark), {level} Wilson interval", css="caption"),
+    ]
+    for tick in (0, 0.25, 0.5, 0.75, 1.0):
+        x = left + plot * tick
+        parts.append(f'<line x1="{x:.1f}" y1="{top - 4}" x2="{x:.1f}" y2="{height - 24}" class="grid"/>')
+        parts.append(_text(x, height - 10, _percent(tick), anchor="middle", css="tick"))
+    for index, point in enumerate(points):
+        y0 = top + group * index
+        name = point.suite if len(point.suite) <= 22 else point.suite[:21] + "…"
+        parts.append(f'<g class="ab-suite" data-suite="{escape(point.suite)}">')
+        parts.append(_text(left - 8, y0 + bar + 4, name, anchor="end", css="name"))
+        for side, (passed, judged), offset in (("baseline", point.baseline, 0), ("this", point.this_run, bar)):
+            y, middle = y0 + offset, y0 + offset + bar / 2
+            rate = passed / judged if judged else None
+            interval = wilson_interval(passed, judged, confidence) if judged else None
+            label = "no judged run" if rate is None else f"{passed}/{judged} = {_percent(rate)}"
+            if interval is not None:
+                label += f" [{_percent(interval.low)}, {_percent(interval.high)}]"
+            who = "baseline" if side == "baseline" else "this session"
+            parts.append(f'<g class="side {side}" data-passed="{passed}" data-judged="{judged}"'
+                         + ("" if interval is None else f' data-low="{interval.low:.4f}" data-high="{interval.high:.4f}"')
+                         + f'><title>{escape(point.suite)}, {who}: {escape(label)}</title>')
+            if rate is not None:
+                parts.append(f'<rect x="{left}" y="{y + 2}" width="{plot * rate:.1f}" height="{bar - 4}" class="bar {side}"/>')
+            if interval is not None:
+                x1, x2 = left + plot * interval.low, left + plot * interval.high
+                parts.append(f'<line x1="{x1:.1f}" y1="{middle:.1f}" x2="{x2:.1f}" y2="{middle:.1f}" class="whisker"/>')
+                for x in (x1, x2):
+                    parts.append(f'<line x1="{x:.1f}" y1="{middle - 4:.1f}" x2="{x:.1f}" y2="{middle + 4:.1f}" class="whisker"/>')
+            parts.append(_text(left + plot + 10, middle + 4, f"{'A' if side == 'baseline' else 'B'} {label}", css="value"))
+            parts.append("</g>")
         parts.append("</g>")
     parts.append("</svg>")
     return "".join(parts)

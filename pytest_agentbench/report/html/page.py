@@ -1,4 +1,4 @@
-"""A session document (every run's result.json, statistics and comparison when present) -> the session's HTML page on disk.
+"""A session (`SessionResult`: every run's result, statistics and comparison when present) -> the session's HTML page on disk.
 
 The page shows what the document holds and leaves out what it does not: repeat statistics come
 from the document's `statistics` when the session computed them (`--agentbench-repeat`), and
@@ -15,13 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agentbench import __version__
-from pytest_agentbench.report.document import scrub, verdict_status
+from pytest_agentbench.records import RunResult, SessionResult
+from pytest_agentbench.report.aggregate import Unrecorded, suite_block
+from pytest_agentbench.report.document import scrub
 from pytest_agentbench.report.html.assets import Assets
-from pytest_agentbench.report.html.charts import SuitePoint, cost_chart, pass_rate_chart
-from pytest_agentbench.report.html.run_view import anchor_for, run_view
+from pytest_agentbench.report.html.charts import ABPoint, SuitePoint, ab_chart, cost_chart, pass_rate_chart
+from pytest_agentbench.report.html.run_view import IDENTITY_FIELDS, anchor_for, run_view
 from pytest_agentbench.report.html.templates import render_template
-from pytest_agentbench.report.aggregate import outcome_of, suite_block
 from pytest_agentbench.report.stats import DEFAULT_LEVEL, RunOutcome, shown_k, suite_stats
+from pytest_agentbench.report.stats.repeats import metrics_from_result
 
 #: The session-table columns whose delta against the baseline is shown.
 DELTA_METRICS = (("toolCalls", "calls"), ("costUsd", "cost"), ("wallClockSeconds", "wall"))
@@ -33,11 +35,17 @@ def _interval(value: Mapping[str, Any] | None) -> tuple[float | None, float | No
     return value.get("low"), value.get("high")
 
 
-def computed_statistics(runs: Sequence[Mapping[str, Any]], level: float = DEFAULT_LEVEL) -> dict[str, Any]:
+def _outcome(run: RunResult) -> RunOutcome:
+    """A run -> what the statistics count, by the rule of `aggregate.outcome_of` (which still reads documents)."""
+    status = run.status if run.status in ("passed", "failed") else "incomplete"
+    return RunOutcome(status, metrics_from_result(run.metrics), run.instance_key, run.verdict.cause)  # type: ignore[arg-type]
+
+
+def computed_statistics(runs: Sequence[RunResult], level: float = DEFAULT_LEVEL) -> dict[str, Any]:
     """Per-suite statistics from the runs themselves, in the shape of the session document's `statistics` (`aggregate.suite_block`)."""
     by_suite: dict[str, list[RunOutcome]] = {}
     for run in runs:
-        by_suite.setdefault(str(run.get("suite") or "?"), []).append(outcome_of(run))
+        by_suite.setdefault(run.suite or "?", []).append(_outcome(run))
     suites = {suite: suite_block(suite_stats(suite, outcomes, level=level)) for suite, outcomes in by_suite.items()}
     return {"level": level, "shownK": shown_k([len(o) for o in by_suite.values()]), "suites": suites}
 
@@ -102,15 +110,17 @@ def _median(block: Mapping[str, Any], name: str) -> str:
     return "–" if not summary or summary.get("median") is None else f"{summary['median']:g}"
 
 
-def comparison_view(comparison: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """The session document's `comparison` (`--agentbench-compare`) -> rows; None when the session has none."""
+def comparison_view(comparison: Mapping[str, Any] | None, level: str) -> dict[str, Any] | None:
+    """The session document's `comparison` (`--agentbench-compare`) -> rows and the A/B chart; None when the session has none."""
     if not comparison:
         return None
+    points: list[ABPoint] = []
 
     def row(name: str, entry: Mapping[str, Any]) -> dict[str, Any]:
         baseline, this = entry.get("baseline") or {}, entry.get("thisRun") or {}
         low, high = _interval(entry.get("interval"))
         difference = entry.get("difference")
+        points.append(ABPoint(name, _side(baseline), _side(this)))
         return {
             "suite": name, "design": str(entry.get("design") or ""),
             "baseline": f"{baseline.get('passed', '?')}/{baseline.get('judged', '?')}",
@@ -130,78 +140,112 @@ def comparison_view(comparison: Mapping[str, Any] | None) -> dict[str, Any] | No
         "overall": row("all suites", overall) if overall else None,
         "only_baseline": [str(s) for s in comparison.get("onlyInBaseline") or []],
         "only_this": [str(s) for s in comparison.get("onlyInThisRun") or []],
+        "chart_svg": ab_chart(points, level=level),
     }
 
 
-def _deltas(run: Mapping[str, Any]) -> str:
-    rows = {r.get("metric"): r for r in (run.get("comparison") or {}).get("metricRows") or []}
+def _side(counts: Mapping[str, Any]) -> tuple[int, int]:
+    """One side of a comparison entry -> (passed, judged), 0/0 when the entry does not say."""
+    passed, judged = counts.get("passed"), counts.get("judged")
+    return (passed, judged) if isinstance(passed, int) and isinstance(judged, int) else (0, 0)
+
+
+def _deltas(run: RunResult) -> str:
+    rows = {row.name: row for row in run.comparison.metric_rows}
     shown = []
     for metric, label in DELTA_METRICS:
-        row = rows.get(metric) or {}
-        delta = row.get("delta")
-        if delta is None or row.get("baseline") is None:
+        row = rows.get(metric)
+        if row is None or row.delta is None or row.baseline is None:
             continue
-        value = f"{delta:+.2f}" if isinstance(delta, float) else f"{delta:+d}"
+        value = f"{row.delta:+.2f}" if isinstance(row.delta, float) else f"{row.delta:+d}"
         shown.append(f"{label} {value}")
     return ", ".join(shown)
 
 
-def session_rows(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """One row per run for the session table."""
+def session_rows(runs: Sequence[RunResult]) -> list[dict[str, Any]]:
+    """One row per run for the session table: its suite, instance and repeat, run id, verdict and numbers."""
     rows = []
     for index, run in enumerate(runs, start=1):
-        metrics = run.get("metrics") or {}
-        reasons = (run.get("verdict") or {}).get("reasons") or []
+        metrics = run.metrics
         cost = metrics.get("costUsd")
         wall = metrics.get("wallClockSeconds")
         rows.append({
-            "anchor": anchor_for(index, str(run.get("suite") or "?")), "suite": str(run.get("suite") or "?"),
-            "status": verdict_status(run), "reason": str(reasons[0]) if reasons else "",
+            "anchor": anchor_for(index, run.suite or "?"), "suite": run.suite or "?",
+            "instance": run.instance_id or "–", "repeat": "–" if run.repeat_index is None else str(run.repeat_index),
+            "run_id": run.run_id or "–",
+            "status": run.status, "reason": run.verdict.reasons[0] if run.verdict.reasons else "",
             "calls": metrics.get("toolCalls", "–"), "turns": metrics.get("turns", "–"),
             "cost": _money(cost), "wall": "–" if wall is None else f"{wall:.1f}",
-            "stumbles": metrics.get("stumbles", "–"), "deltas": _deltas(run) if run.get("baseline") else "no baseline",
-            "flags": len((run.get("comparison") or {}).get("flags") or []),
-            "rerendered": bool(run.get("rerendered")),
+            "stumbles": metrics.get("stumbles", "–"), "deltas": _deltas(run) if run.baseline else "no baseline",
+            "flags": len(run.comparison.flags),
+            "rerendered": run.rerendered is not None,
         })
     return rows
 
 
-def page_values(document: Mapping[str, Any], *, assets: Assets, environ: Mapping[str, str], title: str) -> dict[str, Any]:
+def failure_groups(runs: Sequence[RunResult], unrecorded: Sequence[Unrecorded]) -> list[dict[str, Any]]:
+    """The runs that did not pass, grouped by their first reason, biggest group first ("3 runs: no final answer").
+
+    A run that left no result (unrecorded) is grouped by its own reason, as an incomplete run.
+    """
+    groups: dict[tuple[str, str], list[dict[str, str]]] = {}
+    for index, run in enumerate(runs, start=1):
+        if run.status == "passed":
+            continue
+        reason = run.verdict.reasons[0] if run.verdict.reasons else "(no reason recorded)"
+        label = f"{run.suite or '?'} {run.instance_id or ''}".strip()
+        groups.setdefault((reason, run.status), []).append({"anchor": anchor_for(index, run.suite or "?"), "label": label})
+    for entry in unrecorded:
+        groups.setdefault((f"no result: {entry.reason}", "incomplete"), []).append({"anchor": "", "label": entry.suite or entry.nodeid})
+    ordered = sorted(groups.items(), key=lambda item: (-len(item[1]), item[0][0]))
+    return [{"reason": reason, "status": status, "count": len(members), "runs": members} for (reason, status), members in ordered]
+
+
+def _distinct(values: Sequence[str]) -> str:
+    """The different values in run order, joined ("claude-sonnet, glm-4.5"); an empty string when none."""
+    return ", ".join(dict.fromkeys(value for value in values if value))
+
+
+def session_identity(identities: Sequence[Mapping[str, str]]) -> list[tuple[str, str]]:
+    """What ran the session, for the header: the agent, model, MCP server and device of its runs (each distinct value once)."""
+    return [(label, _distinct([identity[key] for identity in identities]) or "unknown")
+            for key, label in IDENTITY_FIELDS]
+
+
+def page_values(session: SessionResult, *, assets: Assets, environ: Mapping[str, str], title: str) -> dict[str, Any]:
     """Everything the page template shows, as plain values."""
-    runs = [run for run in document.get("runs") or [] if isinstance(run, Mapping)]
-    statistics = document.get("statistics") or computed_statistics(runs)
+    runs = session.runs
+    statistics = session.statistics or computed_statistics(runs)
     stat_rows, points, level = statistics_view(statistics)
-    counts = {"passed": 0, "failed": 0, "incomplete": 0}
-    for run in runs:
-        counts[verdict_status(run)] = counts.get(verdict_status(run), 0) + 1
-    unrecorded = [dict(u) for u in document.get("unrecorded") or [] if isinstance(u, Mapping)]
-    counts["incomplete"] += len(unrecorded)
+    unrecorded = [Unrecorded.from_json(entry) for entry in session.unrecorded]
+    views = [run_view(run, index=i, assets=assets, environ=environ) for i, run in enumerate(runs, start=1)]
+    counts = session.counts()
     return {
         "title": title, "version": __version__,
         "generated_at": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
-        "started_at": str(document.get("startedAt") or ""), "finished_at": str(document.get("finishedAt") or ""),
+        "started_at": session.started_at or "", "finished_at": session.finished_at or "",
         "counts": counts, "total": sum(counts.values()),
-        "incomplete_agent": sum(1 for run in runs if verdict_status(run) == "incomplete"
-                                and (run.get("verdict") or {}).get("incompleteCause") == "agent"),
+        "incomplete_agent": sum(1 for run in runs if run.status == "incomplete" and run.verdict.cause == "agent"),
+        "identity": session_identity([view["identity"] for view in views]),
         "rows": session_rows(runs),
-        "unrecorded": [{"nodeid": str(u.get("nodeid") or ""), "suite": str(u.get("suite") or ""),
-                        "reason": str(u.get("reason") or "")} for u in unrecorded],
+        "unrecorded": [{"nodeid": u.nodeid, "suite": u.suite, "instance": u.instance or "–", "reason": u.reason} for u in unrecorded],
+        "failure_groups": failure_groups(runs, unrecorded),
         # Repeats make the statistics worth a table; a single run per suite is in the session table already.
-        "show_statistics": bool(document.get("statistics")) or any(row["runs"] > 1 for row in stat_rows),
+        "show_statistics": bool(session.statistics) or any(row["runs"] > 1 for row in stat_rows),
         "statistics": stat_rows, "level": level, "shown_k": statistics_k(statistics),
         "pass_rate_svg": pass_rate_chart(points, level=level), "cost_svg": cost_chart(points),
-        "comparison": comparison_view(document.get("comparison")),
-        "runs": [run_view(run, index=i, assets=assets, environ=environ) for i, run in enumerate(runs, start=1)],
+        "comparison": comparison_view(session.comparison, level),
+        "runs": views,
     }
 
 
-def write_html_report(document: Mapping[str, Any], path: Path, *, environ: Mapping[str, str] | None = None,
+def write_html_report(document: Mapping[str, Any] | SessionResult, path: Path, *, environ: Mapping[str, str] | None = None,
                       title: str = "agentbench session") -> Path:
     """Render the session's page to `path` (pictures embedded or in `<stem>_files/`; see assets.py).
 
     Args:
-        document: The session document (`report.document.build_session_document`), possibly with
-            `statistics`, `comparison` and `unrecorded`.
+        document: The session (`SessionResult`) or its document (`report.document.build_session_document`),
+            possibly with `statistics`, `comparison` and `unrecorded`.
         path: The page's file.
         environ: The session's environment; secret values in it are masked everywhere on the page.
         title: The page's title.
@@ -213,6 +257,9 @@ def write_html_report(document: Mapping[str, Any], path: Path, *, environ: Mappi
     path = Path(path).absolute()
     path.parent.mkdir(parents=True, exist_ok=True)
     assets = Assets(path)
-    values = page_values(scrub(dict(document), environ), assets=assets, environ=environ, title=title)
+    # Scrubbed as a document (every string, whatever key holds it), then read once.
+    plain = document.to_json() if isinstance(document, SessionResult) else dict(document)
+    session = SessionResult.from_json(scrub(plain, environ))
+    values = page_values(session, assets=assets, environ=environ, title=title)
     path.write_text(render_template("report.html.jinja2", **values), encoding="utf-8")
     return path

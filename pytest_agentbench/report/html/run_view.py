@@ -1,24 +1,26 @@
-"""One run's result.json + its run directory -> the plain values of its section of the page.
+"""One run's result (`RunResult`) + its run directory -> the plain values of its section of the page.
 
 The section opens with the verdict and, for a run that did not pass, the first failed check's
 expected and seen text; then every check (failed first), stumbles, where the time went, the
 screens before and after, the tool timeline, the sequence diff against the baseline, the
-metrics and links to the run's files. Any check entry is shown generically: kind, name,
-expected, seen, and whatever else the check carries (device checks add their own fields).
+metrics and links to the run's files. Every check is shown the same way: kind, name, expected,
+seen. The header says what ran it: agent, model, MCP server, device (`run_identity`).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from pytest_agentbench.audit.transcript import parse_file
 from pytest_agentbench.baseline.compare import format_delta, format_number
 from pytest_agentbench.errors import TranscriptError
-from pytest_agentbench.report.document import scrub, verdict_status
+from pytest_agentbench.checks.base import Check
+from pytest_agentbench.records import RunResult
+from pytest_agentbench.report.document import scrub
 from pytest_agentbench.report.html.assets import Assets
 from pytest_agentbench.report.html.timeline import build_timeline
 from pytest_agentbench.run.artifacts import RunArtifacts
@@ -31,7 +33,8 @@ RUN_FILES = (
     "preflight.log", "start-screen.xml", "start-screen.png", "postrun.log", "screen.xml", "screen.png", "baseline.yml",
     "logs/agentbench-mcp.log", f"{DATA_SUBDIR}/{SCREENSHOTS_DIR}/calls.jsonl",
 )
-_KNOWN_CHECK_KEYS = ("kind", "name", "expected", "seen", "passed")
+#: What ran a run, in the order the header and each run show it: identity key -> label.
+IDENTITY_FIELDS = (("agent", "agent"), ("model", "model"), ("server", "MCP server"), ("device", "device"))
 _DIFF_CLASS = {" ": "same", "-": "missing", "+": "extra"}
 _SEEN_CHARS = 2000
 #: Above this many rows the timeline's off-screen rows are not laid out until scrolled to.
@@ -48,18 +51,48 @@ def _short(value: Any, limit: int = _SEEN_CHARS) -> str:
     return text if len(text) <= limit else text[:limit] + " …"
 
 
-def check_rows(checks: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """result.json's checks -> rows, failed checks first (each group in the audit's order)."""
-    rows = []
-    for check in checks:
-        extra = [(str(key), _short(value, 400)) for key, value in check.items() if key not in _KNOWN_CHECK_KEYS]
-        passed = check.get("passed") is True
-        rows.append({
-            "kind": str(check.get("kind") or "check"), "name": str(check.get("name") or ""),
-            "expected": _short(check.get("expected", "")), "seen": _short(check.get("seen", "")),
-            "passed": passed, "status": "passed" if passed else "failed", "extra": extra,
-        })
+def check_rows(checks: Sequence[Check]) -> list[dict[str, Any]]:
+    """The run's checks -> rows, failed checks first (each group in the audit's order)."""
+    rows = [{
+        "kind": check.kind or "check", "name": check.name or "",
+        "expected": _short(check.expected), "seen": _short(check.seen),
+        "passed": check.passed, "status": "passed" if check.passed else "failed",
+    } for check in checks]
     return sorted(rows, key=lambda row: row["passed"])
+
+
+def _servers(run_dir: Path) -> str:
+    """The MCP server(s) the harness started for the run, from its `mcp-servers.json` (names only, never their environment)."""
+    try:
+        config = json.loads(RunArtifacts(run_dir).server_config.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ""
+    servers = config.get("mcpServers") if isinstance(config, dict) else None
+    return ", ".join(str(name) for name in servers) if isinstance(servers, dict) else ""
+
+
+def run_identity(result: RunResult) -> dict[str, str]:
+    """What ran the run: the agent (program and version), the model (asked and seen, and its provider), the MCP server and the device.
+
+    Each value is "" when the run did not record it.
+    """
+    fingerprints = result.fingerprints
+    program = Path(result.agent_command[0]).name if result.agent_command else ""
+    version = fingerprints.get("claudeCodeVersion")
+    agent = f"{program} {version}" if program and isinstance(version, str) and version != "unknown" else program
+    model = result.requested_model or ""
+    observed = fingerprints.get("observedModel")
+    if isinstance(observed, str) and observed not in ("", "unknown", model):
+        model = f"{model} (answered as {observed})" if model else observed
+    provider = fingerprints.server_build_components.get("provider")
+    if model and provider:
+        endpoint = fingerprints.server_build_components.get("provider.endpoint")
+        model += f" via {provider}" + (f" at {endpoint}" if endpoint else "")
+    device = result.device_serial or ""
+    described = fingerprints.get("deviceFingerprint")
+    if device and isinstance(described, Mapping) and described.get("model"):
+        device += f" ({described['model']}" + (f", SDK {described['sdk']})" if described.get("sdk") else ")")
+    return {"agent": agent, "model": model, "server": _servers(result.run_dir), "device": device}
 
 
 def _number(value: Any, unit: str = "") -> str:
@@ -81,9 +114,9 @@ def metric_cells(metrics: Mapping[str, Any]) -> list[tuple[str, str]]:
     ]
 
 
-def time_view(result: Mapping[str, Any]) -> dict[str, Any] | None:
-    """result.json's `timing` (from the runner's time split, when the run had a sidecar) -> the values shown; None without one."""
-    timing = result.get("timing") or {}
+def time_view(result: RunResult) -> dict[str, Any] | None:
+    """The run's `timing` (from the runner's time split, when the run had a sidecar) -> the values shown; None without one."""
+    timing = result.timing
     agent = timing.get("agent")
     harness = timing.get("harness") or {}
     if not agent and not harness:
@@ -115,11 +148,11 @@ def _screens(run_dir: Path, assets: Assets, key: str) -> list[dict[str, Any]]:
     return shown
 
 
-def run_view(result: Mapping[str, Any], *, index: int, assets: Assets, environ: Mapping[str, str]) -> dict[str, Any]:
+def run_view(result: RunResult, *, index: int, assets: Assets, environ: Mapping[str, str]) -> dict[str, Any]:
     """The values of one run's section.
 
     Args:
-        result: The run's result.json document.
+        result: The run's result (scrubbed already).
         index: Its position in the session (1-based), for the anchor and file names.
         assets: Where pictures and long texts go.
         environ: For masking secrets in the transcript's text (result.json is scrubbed already).
@@ -127,13 +160,12 @@ def run_view(result: Mapping[str, Any], *, index: int, assets: Assets, environ: 
     Returns:
         A dict of strings, numbers, lists and dicts for `report.html.jinja2`.
     """
-    suite = str(result.get("suite") or "?")
+    suite = result.suite or "?"
     key = anchor_for(index, suite)
-    run_dir = Path(str(result.get("runDirectory") or "."))
-    verdict = result.get("verdict") or {}
-    status = verdict_status(result)
-    checks = check_rows(list(result.get("checks") or []))
-    comparison = result.get("comparison") or {}
+    run_dir = result.run_dir
+    status = result.status
+    checks = check_rows(result.checks)
+    comparison = result.comparison
     transcript_path = run_dir / "claude.jsonl"
     timeline: list[dict[str, Any]] = []
     timeline_note = None
@@ -146,7 +178,7 @@ def run_view(result: Mapping[str, Any], *, index: int, assets: Assets, environ: 
         shots_dir = run_dir / DATA_SUBDIR / SCREENSHOTS_DIR
         timeline = build_timeline(
             transcript, transcript_path=transcript_path, arrivals=read_arrivals(RunArtifacts(run_dir).timing),
-            shots=read_index(shots_dir), shots_dir=shots_dir, stumbles=list(result.get("stumbles") or []),
+            shots=read_index(shots_dir), shots_dir=shots_dir, stumbles=result.stumbles,
             assets=assets, key=key, environ=environ,
         )
         if transcript.unparseable:
@@ -155,17 +187,23 @@ def run_view(result: Mapping[str, Any], *, index: int, assets: Assets, environ: 
             timeline_note = "the agent made no tool call"
         if transcript.final_text:
             final_text = _short(scrub(transcript.final_text, environ))
-    rerendered = result.get("rerendered")
     files = [{"name": name, "href": assets.href(run_dir / name)} for name in RUN_FILES if (run_dir / name).is_file()]
+    identity = run_identity(result)
+    recorded = result.rerendered.verdict_when_recorded if result.rerendered is not None else None
     return {
-        "anchor": key, "index": index, "suite": suite, "nodeid": str(result.get("nodeid") or ""),
-        "status": status, "reasons": [str(r) for r in verdict.get("reasons") or []],
+        "anchor": key, "index": index, "suite": suite, "nodeid": result.nodeid or "",
+        "instance": result.instance_id or "", "repeat": "" if result.repeat_index is None else str(result.repeat_index),
+        "run_id": result.run_id,
+        "identity": identity,
+        "identity_cells": [(label, identity[field]) for field, label in IDENTITY_FIELDS if identity[field]],
+        "status": status, "reasons": list(result.verdict.reasons),
         # A failed run leads with the check that failed it; an incomplete one with why it was not judged.
         "headline": next((c for c in checks if not c["passed"]), None) if status == "failed" else None,
+        # Runs that need reading start open; a passed run starts folded to its header.
+        "open": status != "passed",
         "checks": checks,
-        "stumbles": [{"kind": str(s.get("kind")), "tool": str(s.get("tool")), "detail": str(s.get("detail"))}
-                     for s in result.get("stumbles") or []],
-        "metrics": metric_cells(result.get("metrics") or {}),
+        "stumbles": [{"kind": s.kind, "tool": s.tool, "detail": s.detail} for s in result.stumbles],
+        "metrics": metric_cells(result.metrics),
         "time": time_view(result),
         "screens": _screens(run_dir, assets, key),
         "timeline": timeline, "timeline_note": timeline_note,
@@ -173,20 +211,19 @@ def run_view(result: Mapping[str, Any], *, index: int, assets: Assets, environ: 
         # (so it prints, and a screenshot of the page shows it).
         "timeline_class": "timeline long" if len(timeline) > LONG_TIMELINE_ROWS else "timeline",
         "calls_with_shots": sum(1 for row in timeline if row.get("shot_src")),
+        "model_calls": sum(1 for row in timeline if row["kind"] == "model-call"),
         "final_text": final_text,
-        "diff": [{"op": str(d.get("op")), "tool": str(d.get("tool")), "class": _DIFF_CLASS.get(str(d.get("op")), "same")}
-                 for d in comparison.get("sequenceDiff") or []],
-        "has_baseline": bool(result.get("baseline")),
-        "flags": [str(f.get("message")) for f in comparison.get("flags") or []],
+        "diff": [{"op": d.op, "tool": d.tool, "class": _DIFF_CLASS.get(d.op, "same")} for d in comparison.sequence_diff],
+        "has_baseline": bool(result.baseline),
+        "flags": [flag.message for flag in comparison.flags],
         "metric_rows": [
             # The text report's formats, so the page and the terminal say the same thing.
-            {"metric": str(r.get("metric")), "actual": format_number(r.get("actual")), "baseline": format_number(r.get("baseline")),
-             "delta": format_delta(r.get("delta"), r.get("deltaPercent"))}
-            for r in comparison.get("metricRows") or []
+            {"metric": r.name, "actual": format_number(r.actual), "baseline": format_number(r.baseline),
+             "delta": format_delta(r.delta, r.delta_percent)}
+            for r in comparison.metric_rows
         ],
         "files": files, "run_dir": str(run_dir), "run_dir_href": assets.href(run_dir),
-        "started_at": str(result.get("startedAt") or ""), "device": str((result.get("device") or {}).get("serial") or ""),
-        "rerendered": bool(rerendered),
-        "recorded_verdict": str(((rerendered or {}).get("verdictWhenRecorded") or {}).get("status") or ""),
+        "started_at": result.started_at or "", "device": result.device_serial or "",
+        "rerendered": result.rerendered is not None,
+        "recorded_verdict": str((recorded or {}).get("status") or ""),
     }
-

@@ -16,7 +16,9 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.audit.transcript import ToolCall, Transcript, short_tool_name, tool_result_text
+from pytest_agentbench.audit.timing import MODEL_CALL_REPORT
+from pytest_agentbench.audit.transcript import AgentReport, ToolCall, Transcript, short_tool_name, tool_result_text
+from pytest_agentbench.records import Stumble
 from pytest_agentbench.report.document import scrub
 from pytest_agentbench.report.html.assets import Assets
 from pytest_agentbench.servers.screenshots import CallShot, pair_calls
@@ -25,7 +27,7 @@ from pytest_agentbench.servers.screenshots import CallShot, pair_calls
 INLINE_CHARS = 600
 INLINE_LINES = 12
 #: Agent reports shown as rows of their own: what an agent repaired or asked again.
-REPORT_ROWS = frozenset({"recovery", "retry", "action-error", "extra-call", "model-call", "api-retry",
+REPORT_ROWS = frozenset({"recovery", "retry", "action-error", "extra-call", "api-retry",
                          "parameter-dropped", "usage-unknown"})
 _PATTERN_DETAIL = re.compile(r"^('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\") in result: ")
 
@@ -40,20 +42,20 @@ def call_duration(call: ToolCall, arrivals: Mapping[int, float] | None) -> float
     return max(0.0, end - start)
 
 
-def stumble_patterns(stumbles: Iterable[Mapping[str, Any]]) -> dict[str, set[str]]:
-    """result.json's failure-pattern stumbles -> tool -> the patterns found in its results (read from each stumble's detail)."""
+def stumble_patterns(stumbles: Iterable[Stumble]) -> dict[str, set[str]]:
+    """The audit's failure-pattern stumbles -> tool -> the patterns found in its results (read from each stumble's detail)."""
     found: dict[str, set[str]] = {}
     for stumble in stumbles:
-        if stumble.get("kind") != "failure-pattern":
+        if stumble.kind != "failure-pattern":
             continue
-        match = _PATTERN_DETAIL.match(str(stumble.get("detail") or ""))
+        match = _PATTERN_DETAIL.match(stumble.detail or "")
         if match is None:
             continue
         try:
             pattern = ast.literal_eval(match.group(1))
         except (ValueError, SyntaxError):
             continue
-        found.setdefault(str(stumble.get("tool")), set()).add(str(pattern))
+        found.setdefault(stumble.tool, set()).add(str(pattern))
     return found
 
 
@@ -138,7 +140,7 @@ def build_timeline(
     arrivals: Mapping[int, float] | None,
     shots: Sequence[CallShot],
     shots_dir: Path,
-    stumbles: Sequence[Mapping[str, Any]],
+    stumbles: Sequence[Stumble],
     assets: Assets,
     key: str,
     environ: Mapping[str, str],
@@ -151,7 +153,7 @@ def build_timeline(
         arrivals: The timing sidecar's line -> seconds, or None.
         shots: The built-in server's screenshot index (servers/screenshots.py), possibly empty.
         shots_dir: The directory the index's files are in.
-        stumbles: result.json's stumbles (failure patterns are read from them).
+        stumbles: The audit's stumbles (failure patterns are read from them).
         assets: Where cut texts and pictures go.
         key: This run's prefix for the files it writes.
         environ: The environment whose secret values are masked in everything shown.
@@ -159,7 +161,9 @@ def build_timeline(
     Returns:
         One dict per row: `kind` ("call" or "report"), `number`, `tool`, `arguments`, `result`,
         `result_cut`, `result_chars`, `full_href`, `duration`, `is_error`, `marks`, `stumbled`,
-        `recovered`, `shot_src`, `shot_href`, `line`; report rows carry `kind`, `message`, `line`.
+        `recovered`, `shot_src`, `shot_href`, `line`; report rows carry `kind`, `message`, `line`;
+        a model call's row (`kind` "model-call") adds its `number`, `duration`, `tokens`,
+        `finish_reason` and `retries`.
     """
     marks = call_marks(transcript, stumble_patterns(stumbles))
     paired = pair_calls([(short_tool_name(c.name), c.input) for c in transcript.tool_calls], shots)
@@ -195,11 +199,45 @@ def build_timeline(
         number, call = calls[call_id]
         by_id[call_id]["full_href"] = _write_full(assets, key, number, call, text, environ)
     for report in transcript.reports:
-        if report.kind in REPORT_ROWS:
+        if report.kind == MODEL_CALL_REPORT:
+            rows.append(model_call_row(report, arrivals, environ))
+        elif report.kind in REPORT_ROWS:
             rows.append({"kind": "report", "report_kind": report.kind, "message": scrub(report.message, environ),
                          "line": report.line, "sort": report.line if report.line is not None else 0})
-    rows.sort(key=lambda row: (row["sort"], row["kind"] != "report"))
+    rows.sort(key=lambda row: (row["sort"], row["kind"] == "call"))
     return rows
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def model_call_row(report: AgentReport, arrivals: Mapping[int, float] | None, environ: Mapping[str, str]) -> dict[str, Any]:
+    """An agent's `model-call` report -> its timeline row: call number, start, duration, tokens (unknown when not sent), finish reason, retries.
+
+    It sits where the report is in the stream: after the call it describes, before the tool call
+    the reply asked for. The start is on the timing sidecar's clock (seconds since the agent
+    started: the report's arrival minus the call's duration, as the sidecar's model-call row says).
+    """
+    data = report.data
+    duration = data.get("duration_ms")
+    arrived = arrivals.get(report.line) if arrivals and report.line is not None else None
+    timed = isinstance(duration, (int, float)) and not isinstance(duration, bool)
+    prompt, completion = _count(data.get("prompt_tokens")), _count(data.get("completion_tokens"))
+    retries = [retry for retry in data.get("retries") or [] if isinstance(retry, Mapping)]
+    failed = data.get("error")
+    return {
+        "kind": "model-call", "number": _count(data.get("call")), "message": scrub(report.message, environ),
+        "duration": _seconds(duration / 1000) if timed else "",
+        "start": f"at {max(arrived - duration / 1000, 0.0):.2f} s" if timed and arrived is not None else "",
+        "tokens": "tokens unknown" if prompt is None and completion is None
+        else f"{'?' if prompt is None else prompt} prompt + {'?' if completion is None else completion} completion tokens",
+        "finish_reason": str(data.get("finish_reason") or ("failed" if failed else "none")),
+        "retries": [f"HTTP {r.get('status')}, waited {r.get('wait_s')} s" if r.get("status") is not None
+                    else f"no response, waited {r.get('wait_s')} s" for r in retries],
+        "failed": bool(failed), "error": scrub(str(failed), environ) if failed else "",
+        "line": report.line, "sort": report.line if report.line is not None else 0,
+    }
 
 
 def _write_full(assets: Assets, key: str, number: int, call: ToolCall, result: str, environ: Mapping[str, str]) -> str:

@@ -16,6 +16,11 @@ def uiautomator(inv: Invocation) -> int:
                 "help: displays help message\n\ndump: creates an XML dump of current UI hierarchy\n")
         return 0 if not args or args[0] == "help" else 1
     target = args[1] if len(args) > 1 else DEFAULT_DUMP
+    if inv.phone.take_busy_dump():
+        # What AOSP's DumpCommand prints when the window never goes idle (an animating screen);
+        # `Phone(busy_screen_dumps={PKG: N})` makes the next N dumps with PKG in front do it.
+        inv.out("ERROR: could not get idle state.\n")
+        return 0
     xml = inv.phone.screen_xml()
     if target == "/dev/tty":
         # A real device prints the XML with no newline and then the (misspelt) confirmation.

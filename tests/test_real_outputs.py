@@ -1,0 +1,97 @@
+"""Recorded real outputs (tests/data/real/, sources in its README.md) -> the values the harness extracts from each."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_agentbench.agents.model.ui_tree import from_mobile_mcp
+from pytest_agentbench.checks.appops import default_mode
+from pytest_agentbench.checks.base import DeviceReads, RawRead, is_missing_file, unreadable
+from pytest_agentbench.checks.cleanup import appop_modes, appop_tracker, leftovers, undo_actions
+from pytest_agentbench.device.uiautomator import extract_hierarchy, screen_includes
+from pytest_agentbench.run.fingerprints import parse_device_fingerprint
+
+REAL = Path(__file__).parent / "data" / "real"
+MARK = "@@agentbench-fp@@"
+
+
+def real(name: str) -> str:
+    return (REAL / name).read_text(encoding="utf-8")
+
+
+def test_every_recorded_output_names_its_source_and_android_version() -> None:
+    readme = real("README.md")
+    files = sorted(path.name for path in REAL.iterdir() if path.name != "README.md")
+    assert files, "no recorded outputs"
+    for name in files:
+        row = next((line for line in readme.splitlines() if f"`{name}`" in line), None)
+        assert row is not None, f"{name} has no row in tests/data/real/README.md"
+        assert "github.com" in row or "aosp-mirror/" in row or "AOSP" in row, f"{name}: no source"
+        assert row.count("|") >= 5, f"{name}: the row needs source, version and note"
+
+
+@pytest.mark.parametrize(("name", "theme"), [("uimode-night-custom_schedule.txt", "custom_schedule"),
+                                             ("uimode-night-custom_bedtime.txt", "custom_bedtime")])
+def test_android_13_night_modes_are_recorded_not_unknown(name: str, theme: str) -> None:
+    output = f"{MARK}begin uiModeNight\n{real(name)}{MARK}end uiModeNight\n"
+    assert parse_device_fingerprint(output)["theme"] == theme
+
+
+def test_a_uid_mode_and_a_package_mode_are_read_and_restored_each_at_its_own_level() -> None:
+    text = real("appops-get-uid-and-package-mode.txt")
+    assert appop_modes(text, "READ_CLIPBOARD") == ("foreground", "deny")
+    tracker = appop_tracker("com.deepl.mobiletranslator", "READ_CLIPBOARD")
+    before = appop_modes("No operations.\n", "READ_CLIPBOARD")
+    actions = undo_actions(tracker, before, appop_modes(text, "READ_CLIPBOARD"))
+    default = default_mode("READ_CLIPBOARD")
+    assert [action.script.text for action in actions] == [
+        f"cmd appops set --uid com.deepl.mobiletranslator READ_CLIPBOARD {default}",
+        f"cmd appops set com.deepl.mobiletranslator READ_CLIPBOARD {default}",
+    ]
+    left = leftovers([tracker], DeviceReads({tracker.read.key: RawRead(0, "No operations.\n")}),
+                     DeviceReads({tracker.read.key: RawRead(0, text)}))
+    assert left == ["app-op READ_CLIPBOARD of com.deepl.mobiletranslator (uid mode) is foreground, was unset",
+                    f"app-op READ_CLIPBOARD of com.deepl.mobiletranslator is deny, was {default}"]
+    # The same output with the package restored but the uid mode still set is still a leftover.
+    both = "Uid mode: READ_CLIPBOARD: foreground\n"
+    assert appop_modes(both, "READ_CLIPBOARD") == ("foreground", default)
+
+
+def test_su_misparsing_its_own_arguments_is_not_a_missing_file() -> None:
+    raw = RawRead(127, real("magisk-su-c-misparsed.txt"))
+    assert not is_missing_file(raw)
+    why = unreadable(raw, "Chrome's Preferences")
+    assert why is not None and "did not run as written" in why and "does not exist" not in why
+    # A real missing file still reads as missing.
+    missing = RawRead(1, "cat: /data/data/com.android.chrome/app_chrome/Default/Preferences: No such file or directory\n")
+    assert is_missing_file(missing) and unreadable(missing, "Chrome's Preferences") == "Chrome's Preferences does not exist"
+
+
+def test_an_old_mobile_mcp_listing_with_decimal_string_centres_is_tapped_at_those_centres() -> None:
+    tree = from_mobile_mcp(real("mobile-mcp-issue-32-listing.txt"))
+    assert len(tree.elements) == 7
+    # Python rounds halves to even: 1440.5 -> 1440, 90.5 -> 90, 116.5 -> 116, 1589.5 -> 1590.
+    assert [tree.tap_point(index) for index in range(7)] == [
+        (1440, 30), (90, 116), (278, 116), (696, 117), (1590, 116), (2468, 83), (91, 288)]
+
+
+def test_could_not_get_idle_state_is_no_hierarchy() -> None:
+    with pytest.raises(ValueError, match="no hierarchy"):
+        extract_hierarchy(real("uiautomator-could-not-get-idle-state.txt").encode())
+
+
+def test_a_narrow_no_break_space_before_am_pm_matches_a_plain_space() -> None:
+    shown = real("nnbsp-12-hour-times.txt").strip()
+    assert "\u202f" in shown
+    assert screen_includes([shown], "12:00 AM") and screen_includes([shown], "12:00 PM")
+    assert not screen_includes([shown], "2:00 AM")  # still a standalone match: `12:00` is not `2:00`
+    assert not screen_includes([shown], "12:00 XM")
+
+
+def test_a_shell_saying_no_such_file_about_the_command_is_not_a_missing_file() -> None:
+    # What a su that hands `cat PATH` to a shell as a script name leads to (the simulated magisk variant prints it).
+    raw = RawRead(127, "/system/bin/sh: cat: No such file or directory\n")
+    assert not is_missing_file(raw)
+    assert "did not run as written" in (unreadable(raw, "the file") or "")
