@@ -21,6 +21,7 @@ from pytest_agentbench.device.selection import DeviceEntry, check_no_ios_devices
 from pytest_agentbench.run.execute import PreflightResult, PrivateDaemon, new_run_dir, preflight_suite, run_preflight, shutdown
 from pytest_agentbench.session import session_key
 from pytest_agentbench.suite import AppSpec, PreflightSpec, Suite, app_spec, preflight_spec
+from pytest_agentbench.usage import check_before_collection
 from pytest_agentbench.warm.launch import SOCKET_VARIABLE
 
 #: The warm-start server's log under the artifact root: each program it ran, its exit and CPU.
@@ -71,6 +72,7 @@ def agentbench_devices(request: pytest.FixtureRequest) -> Iterator[DevicePool]:
 
 
 _controller_adb_key = pytest.StashKey["Adb"]()
+_controller_forced_key = pytest.StashKey[int]()
 
 
 def _distributes(config: pytest.Config) -> bool:
@@ -79,15 +81,22 @@ def _distributes(config: pytest.Config) -> bool:
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     config = session.config
-    # Under xdist every worker would race to start (and later kill) a shared adb server; the
-    # controller owns it instead, so no worker stops it under a sibling's feet.
-    options = config.stash[session_key].options
-    _start_shared_warm_starts(config)
-    if not _distributes(config) or options.dry_run or not parse_device_option(options.device)[0]:
+    if hasattr(config, "workerinput"):
         return
-    adb = Adb(AdbEndpoint.from_environ())
-    if ensure_server(adb):
-        config.stash[_controller_adb_key] = adb
+    state = config.stash[session_key]
+    options = state.options
+    # A session that cannot run its suites (no agent program, no phone) stops here, once, before
+    # collection; the adb server the check had to start serves the session and is stopped after it.
+    started = check_before_collection(config, options, pinnable=state.profile.pinnable)
+    _start_shared_warm_starts(config)
+    if started is None and _distributes(config) and not options.dry_run and parse_device_option(options.device)[0]:
+        # Under xdist every worker would race to start (and later kill) a shared adb server; the
+        # controller owns it instead, so no worker stops it under a sibling's feet.
+        adb = Adb(AdbEndpoint.from_environ())
+        started = adb if ensure_server(adb) else None
+    if started is not None:
+        config.stash[_controller_adb_key] = started
+        config.stash[_controller_forced_key] = shutdown.on_force_exit(lambda: started.kill_server(timeout_s=2))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -97,6 +106,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     adb = config.stash.get(_controller_adb_key, None)
     if adb is not None:
         adb.kill_server()
+        shutdown.forget(config.stash[_controller_forced_key])
 
 
 _controller_warm_key = pytest.StashKey["WarmStarts"]()

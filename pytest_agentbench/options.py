@@ -17,6 +17,8 @@ DEFAULT_CLAUDE = "claude"
 DEFAULT_SERVER = "agentbench"
 DEFAULT_SUITE_DIRS = ("suites",)
 SANDBOX_CHOICES = ("auto", "on", "off")
+#: `--agentbench-json -`: the document to stdout instead of a file.
+JSON_STDOUT = "-"
 
 # Help texts start with a capital letter and, when a single phrase, end without a period.
 
@@ -102,7 +104,8 @@ def add_options(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--agentbench-json", dest="agentbench_json", metavar="PATH", default=None,
-        help="Write the session's full results (every run's result.json) as one JSON document",
+        help="Write the session's full results (every run's result.json) as one JSON document; - writes it to stdout "
+             "(pytest's own report then goes to stderr)",
     )
     group.addoption(
         "--agentbench-repeat", dest="agentbench_repeat", metavar="N", type=_repeat_option, default=1,
@@ -179,6 +182,8 @@ class AgentbenchOptions:
     suite_dirs: tuple[str, ...]
     automobile_dir: Path | None
     json_path: Path | None = None
+    #: `--agentbench-json -`: the session document goes to stdout (and pytest's report to stderr).
+    json_stdout: bool = False
     from_results: tuple[Path, ...] = ()
     record_baseline: bool = False
     update_suites: bool = False
@@ -261,7 +266,8 @@ class AgentbenchOptions:
             server=(config.getini("agentbench_server") or DEFAULT_SERVER).strip(),
             suite_dirs=tuple(config.getini("agentbench_suite_dirs") or DEFAULT_SUITE_DIRS),
             automobile_dir=(rootpath / automobile_dir).absolute() if automobile_dir else None,
-            json_path=(invocation_dir / json_path).absolute() if json_path else None,
+            json_path=(invocation_dir / json_path).absolute() if json_path and json_path != JSON_STDOUT else None,
+            json_stdout=json_path == JSON_STDOUT,
             from_results=tuple((invocation_dir / p).absolute() for p in config.getoption("agentbench_from_result") or ()),
             record_baseline=record_baseline,
             update_suites=update_suites,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from pytest_agentbench.options import AgentbenchOptions
 from pytest_agentbench.records.result import RunResult, SessionResult
 from pytest_agentbench.report.ab import ABReport, comparison_block, compare_with, load_session_document
 from pytest_agentbench.report.aggregate import SessionStatistics, Unrecorded, junit_properties, session_statistics, statistics_block
+from pytest_agentbench.report.baseline_check import baseline_refusal
 from pytest_agentbench.report.terminal import render_section
 from pytest_agentbench.run.execute import DRY_RUN_SECTION, agent_workdir_parent, current_environ, dry_run_text
 from pytest_agentbench.servers import ServerProfile, get_profile
@@ -70,6 +72,9 @@ class AgentbenchSession:
                 self.baseline_session = load_session_document(self.options.compare_path)
             except ValueError as exc:
                 raise pytest.UsageError(str(exc)) from None
+            refusal = baseline_refusal(self.baseline_session, self.options.compare_path)
+            if refusal:
+                raise pytest.UsageError(refusal)
 
     def is_suite_dir(self, name: str) -> bool:
         """Tell whether a directory name marks its ``*.yml`` files as suites."""
@@ -117,6 +122,7 @@ class AgentbenchSession:
             repeat=self.options.repeat, statistics=statistics_block(self.statistics()),
             unrecorded=tuple(run.to_json() for run in self.unrecorded.values()),
             comparison=comparison_block(comparison) if comparison is not None else None,
+            interrupted=_interruption(self.config),
         )
 
     def session_document(self) -> dict[str, Any]:
@@ -131,14 +137,19 @@ class AgentbenchSession:
         # An incomplete run is reported as xfail, yet the seed's harness exits 1 for it.
         if exitstatus == 0 and any(result.status != "passed" for result in self.results):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        if not self.results and not self.unrecorded:
+        if not self.results and not self.unrecorded and _interruption(self.config) is None:
             return
         statistics = self.statistics()
         _add_junit_properties(self.config, [("agentbench.seed", str(self.options.seed)), *junit_properties(statistics)])
-        if self.options.json_path is not None:
-            document = self.session_document()
-            self.options.json_path.parent.mkdir(parents=True, exist_ok=True)
-            self.options.json_path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        if self.options.json_path is not None or self.options.json_stdout:
+            text = json.dumps(self.session_document(), indent=2, ensure_ascii=False) + "\n"
+            if self.options.json_stdout:
+                # pytest's report was sent to stderr (plugin.py), so stdout holds the document alone.
+                sys.stdout.write(text)
+                sys.stdout.flush()
+            else:
+                self.options.json_path.parent.mkdir(parents=True, exist_ok=True)
+                self.options.json_path.write_text(text, encoding="utf-8")
 
     @pytest.hookimpl
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
@@ -188,6 +199,12 @@ def _load_result(path: str) -> RunResult | None:
         return RunResult.read(Path(path))
     except SavedRunError:
         return None
+
+
+def _interruption(config: pytest.Config) -> dict[str, Any] | None:
+    """The session document's `interrupted` block (see interruption.py), None for a session that ran to its end."""
+    ledger = config.pluginmanager.get_plugin("agentbench-interruption")
+    return ledger.record() if ledger is not None else None
 
 
 def _now() -> str:

@@ -110,7 +110,7 @@ def test_a_phone_whose_su_takes_another_form_is_ready_with_that_form_named(varia
                          ids=["magisk", "root-only", "aosp", "user"])
 def test_the_doctors_su_form_is_the_fingerprints_suform(phone: Phone) -> None:
     from pytest_agentbench.device.rootshell import NO_SU
-    from pytest_agentbench.run.fingerprints import device_fingerprint_script, parse_device_fingerprint
+    from pytest_agentbench.baseline.fingerprints import device_fingerprint_script, parse_device_fingerprint
     fingerprint = parse_device_fingerprint(phone.shell(device_fingerprint_script().text).stdout.decode())
     report = examine_suite(PhoneAdb(phone), "sim", _suite("chrome-search-engine"), testbed_checks={}, sleep=lambda _s: None)
     assert (report.su_form or NO_SU) == fingerprint["suForm"]

@@ -321,7 +321,7 @@ def test_a_run_without_a_transcript_and_a_run_without_a_result_still_render(tmp_
 
 def test_the_page_is_named_once_in_the_summary_and_written_by_the_controller_only(pytester: pytest.Pytester) -> None:
     make_suites(pytester, "bug-repro")
-    result = pytester.runpytest("--agentbench-dry-run", "--agentbench-html", "out/report.html", "-p", "xdist", "-n", "1")
+    result = pytester.runpytest("benchmark/", "--agentbench-dry-run", "--agentbench-html", "out/report.html", "-p", "xdist", "-n", "1")
     page = pytester.path / "out" / "report.html"
     assert page.is_file() and "No run wrote a result in this session." in page.read_text(encoding="utf-8")
     assert result.stdout.lines.count(next(line for line in result.stdout.lines if "agentbench html report:" in line)) == 1
@@ -334,7 +334,7 @@ def test_the_page_is_named_once_in_the_summary_and_written_by_the_controller_onl
 def test_a_page_that_cannot_be_written_is_one_red_line_not_a_traceback(pytester: pytest.Pytester) -> None:
     make_suites(pytester, "bug-repro")
     (pytester.path / "blocker").write_text("a file, not a directory", encoding="utf-8")
-    result = pytester.runpytest("--agentbench-dry-run", "--agentbench-html", "blocker/report.html")
+    result = pytester.runpytest("benchmark/", "--agentbench-dry-run", "--agentbench-html", "blocker/report.html")
     assert result.ret == 0
     result.stdout.fnmatch_lines(["*agentbench html report: could not write *blocker/report.html*"])
     assert "Traceback" not in result.stdout.str()

@@ -30,7 +30,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("report",),
     # The one path from a finished run to its result: above the report, below the glue.
     ("pipeline",),
-    ("plugin", "session", "options", "fixtures", "items", "outcome", "htmlreport", "prove", "progress", "doctor"),
+    ("plugin", "session", "options", "fixtures", "items", "outcome", "htmlreport", "prove", "progress", "doctor", "usage",
+     "interruption"),
 )
 # Products that stand alone: they may use the stages (the MCP server drives devices, the agents
 # parse transcripts), but no stage below the glue may depend on them.

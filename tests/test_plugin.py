@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -37,7 +38,7 @@ def make_suites(pytester: pytest.Pytester, *names: str, base: str = "benchmark/a
 
 def test_node_ids_and_collect_only(pytester: pytest.Pytester) -> None:
     make_suites(pytester, "bug-repro", "ux-flow")
-    result = pytester.runpytest("--collect-only", "-q")
+    result = pytester.runpytest("benchmark/", "--collect-only", "-q")
     result.stdout.fnmatch_lines([
         "benchmark/agent/suites/bug-repro.yml::bug-repro",
         "benchmark/agent/suites/ux-flow.yml::ux-flow",
@@ -49,7 +50,7 @@ def test_node_ids_and_collect_only(pytester: pytest.Pytester) -> None:
 @pytest.mark.parametrize("expression", ["bug_repro", "bug-repro", "bug_repro and agentbench", "not ux_flow"])
 def test_k_selects_both_spellings(pytester: pytest.Pytester, expression: str) -> None:
     make_suites(pytester, "bug-repro", "ux-flow")
-    result = pytester.runpytest("--agentbench-dry-run", "-k", expression)
+    result = pytester.runpytest("benchmark/", "--agentbench-dry-run", "-k", expression)
     result.assert_outcomes(passed=1, deselected=1)
 
 
@@ -59,7 +60,7 @@ def test_k_selects_both_spellings(pytester: pytest.Pytester, expression: str) ->
         (["benchmark/agent/suites/ux-flow.yml"], {"ux-flow"}),
         (["benchmark/agent/suites"], {"bug-repro", "ux-flow"}),
         (["benchmark/agent/suites/bug-repro.yml::bug-repro"], {"bug-repro"}),
-        (["-m", "agentbench"], {"bug-repro", "ux-flow"}),
+        (["benchmark/", "-m", "agentbench"], {"bug-repro", "ux-flow"}),
     ],
 )
 def test_paths_and_markers_select(pytester: pytest.Pytester, args: list[str], expected: set[str]) -> None:
@@ -71,9 +72,34 @@ def test_paths_and_markers_select(pytester: pytest.Pytester, args: list[str], ex
 def test_item_location_points_at_the_name_line(pytester: pytest.Pytester) -> None:
     root = make_suites(pytester)
     (root / "suites" / "demo.yml").write_text("# leading comment\n\n" + suite_text("demo"), encoding="utf-8")
-    items, _ = pytester.inline_genitems()
+    items, _ = pytester.inline_genitems("benchmark/")
     assert [item.location for item in items] == [("benchmark/agent/suites/demo.yml", 2, "suite: demo")]
     assert items[0].get_closest_marker("agentbench") is not None
+
+
+@pytest.mark.parametrize(
+    ("args", "ini", "expected"),
+    [
+        ([], "", {"test_unit"}),
+        ([], "testpaths = benchmark", set()),
+        (["tests"], "", {"test_unit"}),
+        (["."], "", {"bug-repro", "ux-flow", "test_unit"}),
+        (["benchmark/agent"], "", {"bug-repro", "ux-flow"}),
+        (["tests", "benchmark/agent/suites/ux-flow.yml"], "", {"ux-flow", "test_unit"}),
+    ],
+    ids=["bare-pytest", "testpaths", "tests-only", "dot", "a-parent-dir", "a-suite-beside-tests"],
+)
+def test_a_suite_is_collected_only_when_the_command_line_names_it(
+    pytester: pytest.Pytester, args: list[str], ini: str, expected: set[str]
+) -> None:
+    # A bare `pytest` (or testpaths) must never start an agent that spends money: only a named
+    # suite file, or a directory named on the command line that holds it, collects.
+    make_suites(pytester, "bug-repro", "ux-flow")
+    (pytester.path / "tests").mkdir()
+    (pytester.path / "tests" / "test_unit.py").write_text("def test_unit():\n    pass\n", encoding="utf-8")
+    pytester.makeini(f"[pytest]\n{ini}\n")
+    items, _ = pytester.inline_genitems(*args)
+    assert {item.name for item in items} == expected
 
 
 def test_other_yaml_is_never_touched(pytester: pytest.Pytester) -> None:
@@ -83,7 +109,7 @@ def test_other_yaml_is_never_touched(pytester: pytest.Pytester) -> None:
     (pytester.path / "config.yml").write_text(": : not yaml {\n", encoding="utf-8")
     (root / "suites" / "notes.yaml").write_text("not: [a suite\n", encoding="utf-8")
     (root / "suites" / "README.md").write_text("docs\n", encoding="utf-8")
-    result = pytester.runpytest("--collect-only", "-q")
+    result = pytester.runpytest("benchmark/", "--collect-only", "-q")
     result.stdout.fnmatch_lines(["benchmark/agent/suites/demo.yml::demo", "1 test collected*"])
     assert result.ret == 0
 
@@ -93,7 +119,7 @@ def test_suite_dir_names_come_from_the_ini(pytester: pytest.Pytester) -> None:
     (root / "suites").rename(root / "jobs")
     (root / "jobs" / "demo.yml").write_text(suite_text("demo"), encoding="utf-8")
     pytester.makeini("[pytest]\nagentbench_suite_dirs = jobs other\n")
-    items, _ = pytester.inline_genitems()
+    items, _ = pytester.inline_genitems("bench/")
     assert [item.nodeid for item in items] == ["bench/jobs/demo.yml::demo"]
 
 
@@ -103,7 +129,7 @@ def test_several_bad_suites_give_several_errors_without_traceback(pytester: pyte
     (root / "suites" / "typo.yml").write_text(suite_text("typo", verfy="{}"), encoding="utf-8")
     (root / "suites" / "broken.yml").write_text("name: broken\nverify: [\n", encoding="utf-8")
     (root / "suites" / "twice.yml").write_text(suite_text("twice") + "name: twice\n", encoding="utf-8")
-    result = pytester.runpytest("--agentbench-dry-run")
+    result = pytester.runpytest("benchmark/", "--agentbench-dry-run")
     result.stdout.fnmatch_lines([
         "*ERROR collecting benchmark/agent/suites/broken.yml*",
         "benchmark/agent/suites/broken.yml: (yaml) line 3, column 1:*",
@@ -123,7 +149,7 @@ def test_several_bad_suites_give_several_errors_without_traceback(pytester: pyte
 
 def test_junitxml_has_one_testcase_per_suite(pytester: pytest.Pytester) -> None:
     make_suites(pytester, "alpha", "beta", "gamma")
-    result = pytester.runpytest("--agentbench-dry-run", "--junitxml=report.xml")
+    result = pytester.runpytest("benchmark/", "--agentbench-dry-run", "--junitxml=report.xml")
     assert result.ret == 0
     cases = ET.parse(pytester.path / "report.xml").getroot().findall(".//testcase")
     assert sorted(case.get("name") for case in cases) == ["alpha", "beta", "gamma"]
@@ -151,15 +177,15 @@ def test_repeats_are_items_named_by_instance(pytester: pytest.Pytester) -> None:
         suite_text("seeded", params="{n: {type: integer, min: 10, max: 99}}").replace("screenIncludes: [Done]", "screenIncludes: ['{n}']"),
         encoding="utf-8",
     )
-    result = pytester.runpytest("--collect-only", "-q", "--agentbench-repeat", "3", "--agentbench-seed", "4")
+    result = pytester.runpytest("benchmark/", "--collect-only", "-q", "--agentbench-repeat", "3", "--agentbench-seed", "4")
     assert result.ret == 0
     ids = [line for line in result.stdout.lines if "::" in line]
     assert ids[:3] == [f"benchmark/agent/suites/bug-repro.yml::bug-repro[r{r}]" for r in (1, 2, 3)]
     assert [re.fullmatch(r"benchmark/agent/suites/seeded\.yml::seeded\[r(\d)-(\d\d)\]", line).group(1) for line in ids[3:]] == ["1", "2", "3"]
     # -k still selects a suite's runs by its name.
-    selected = pytester.runpytest("--collect-only", "-q", "-k", "bug_repro", "--agentbench-repeat", "2")
+    selected = pytester.runpytest("benchmark/", "--collect-only", "-q", "-k", "bug_repro", "--agentbench-repeat", "2")
     assert [line for line in selected.stdout.lines if "::" in line] == [f"benchmark/agent/suites/bug-repro.yml::bug-repro[r{r}]" for r in (1, 2)]
-    items, _ = pytester.inline_genitems("--agentbench-repeat", "2")
+    items, _ = pytester.inline_genitems("benchmark/", "--agentbench-repeat", "2")
     assert items[0].user_properties == [("agentbench_suite", "bug-repro"), ("agentbench_instance", "r1"), ("agentbench_seed", "0")]
 
 
@@ -173,7 +199,7 @@ def test_repeats_are_items_named_by_instance(pytester: pytest.Pytester) -> None:
 )
 def test_repeat_conflicts_are_usage_errors(pytester: pytest.Pytester, args: list[str], message: str) -> None:
     make_suites(pytester, "demo")
-    result = pytester.runpytest(*args)
+    result = pytester.runpytest("benchmark/", *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([message])
 
@@ -184,7 +210,7 @@ def test_a_dry_run_shows_each_instance_filled(pytester: pytest.Pytester) -> None
     (root / "suites" / "seeded.yml").write_text(
         suite_text("seeded", params="{word: {type: word}}").replace("../prompts/task.txt", "../prompts/seeded.txt"), encoding="utf-8"
     )
-    result = pytester.runpytest("--agentbench-dry-run", "--agentbench-repeat", "2", "-rA")
+    result = pytester.runpytest("benchmark/", "--agentbench-dry-run", "--agentbench-repeat", "2", "-rA")
     assert result.ret == 0
     result.assert_outcomes(passed=2)
 
@@ -212,7 +238,7 @@ def test_marker_is_registered(pytester: pytest.Pytester) -> None:
 )
 def test_bad_settings_are_usage_errors(pytester: pytest.Pytester, args: list[str], message: str) -> None:
     make_suites(pytester, "demo")
-    result = pytester.runpytest("--agentbench-dry-run", *args)
+    result = pytester.runpytest("benchmark/", "--agentbench-dry-run", *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([message])
 
@@ -262,7 +288,8 @@ def pytest_sessionfinish(session):
 def test_items_request_fixtures_like_test_functions(pytester: pytest.Pytester) -> None:
     make_suites(pytester, "demo")
     pytester.makeconftest(FIXTURE_CONFTEST)
-    result = pytester.runpytest("-s")
+    # The usage checks need a real agent program and leave simulated phones to the session's pool.
+    result = pytester.runpytest("benchmark/", "-s", "--device", "sim", "--claude", sys.executable)
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines([
         "*EVENTS: device|run_dir|daemon|preflight|run demo agentbench_device,agentbench_preflight,"
@@ -280,18 +307,22 @@ import pytest
 def agentbench_device():
     raise AssertionError("a dry run must not resolve a device")
 ''')
-    result = pytester.runpytest("--agentbench-dry-run")
+    result = pytester.runpytest("benchmark/", "--agentbench-dry-run")
     result.assert_outcomes(passed=1)
 
 
-def test_no_device_is_a_sentence_not_a_traceback(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_device_is_one_usage_error_before_collection(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     # A fresh adb server port: the plugin starts a server that lists no device, and stops it after.
     monkeypatch.setenv("ANDROID_ADB_SERVER_PORT", str(free_port()))
-    make_suites(pytester, "demo")
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
-    result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*no online Android device: the adb server lists nothing*"])
-    assert "Traceback" not in result.stdout.str() and "fixtures.py" not in result.stdout.str()
+    make_suites(pytester, "demo", "other")
+    result = pytester.runpytest_subprocess("benchmark/", "--claude", sys.executable, "--agentbench-repeat", "3", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    errors = [line for line in result.stderr.lines if line.startswith("ERROR:")]
+    assert errors == [
+        "ERROR: no online Android device: the adb server lists nothing; check what adb sees with `adb devices`, "
+        "name a phone with `--device SERIAL`, or run on a simulated phone with `--device sim --claude agentbench-replay`"
+    ]
+    assert "collected" not in result.stdout.str() and "Traceback" not in result.stderr.str() + result.stdout.str()
 
 
 @pytest.mark.parametrize(
@@ -301,7 +332,7 @@ def test_no_device_is_a_sentence_not_a_traceback(pytester: pytest.Pytester, monk
 def test_loading_with_autoload_disabled(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, args: list[str], collected: int) -> None:
     make_suites(pytester, "demo")
     monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
-    result = pytester.runpytest_subprocess(*args, "--collect-only", "-q", "-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess("benchmark/", *args, "--collect-only", "-q", "-p", "no:cacheprovider")
     if collected:
         result.stdout.fnmatch_lines(["benchmark/agent/suites/demo.yml::demo", "1 test collected*"])
         assert result.ret == 0
@@ -312,7 +343,7 @@ def test_loading_with_autoload_disabled(pytester: pytest.Pytester, monkeypatch: 
 def test_autoload_collects_without_p(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     make_suites(pytester, "demo")
     monkeypatch.delenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", raising=False)
-    result = pytester.runpytest_subprocess("--agentbench-dry-run", "-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess("benchmark/", "--agentbench-dry-run", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
 
 

@@ -329,6 +329,8 @@ class SessionResult:
         unrecorded: Runs that left none (`Unrecorded.to_json()`), counted as incomplete.
         statistics: `report.aggregate.statistics_block(...)`, when computed.
         comparison: `report.ab.comparison_block(...)` with `--agentbench-compare`.
+        interrupted: A session that ended early: `{"by", "runsCollected", "notRun"}` (what stopped
+            it, how many runs it collected, the node ids of those that got no verdict).
     """
 
     runs: tuple[RunResult, ...]
@@ -340,6 +342,7 @@ class SessionResult:
     statistics: Mapping[str, Any] | None = None
     comparison: Mapping[str, Any] | None = None
     timing: Mapping[str, Any] | None = None
+    interrupted: Mapping[str, Any] | None = None
 
     @classmethod
     def of(cls, runs: Sequence[RunResult], **fields: Any) -> SessionResult:
@@ -369,6 +372,8 @@ class SessionResult:
             document["statistics"] = _plain(dict(self.statistics))
         if self.comparison is not None:
             document["comparison"] = _plain(dict(self.comparison))
+        if self.interrupted is not None:
+            document["interrupted"] = _plain(dict(self.interrupted))
         return document
 
     @classmethod
@@ -384,6 +389,7 @@ class SessionResult:
             statistics=_plain(data.get("statistics")),
             comparison=_plain(data.get("comparison")),
             timing=_plain(data.get("timing")),
+            interrupted=_plain(data.get("interrupted")) if isinstance(data.get("interrupted"), Mapping) else None,
         )
 
 

@@ -41,6 +41,7 @@ from pytest_agentbench.run.confine import resolve_mode  # noqa: F401 (--agentben
 from pytest_agentbench.run.dryrun import SECTION as DRY_RUN_SECTION  # noqa: F401
 from pytest_agentbench.run.dryrun import current_environ, dry_run_text  # noqa: F401 (--agentbench-dry-run)
 from pytest_agentbench.run.preflight import DEVICE_STAGING_DIR, PreflightResult, run_preflight  # noqa: F401
+from pytest_agentbench.run.sandbox_policy import agent_kind  # noqa: F401 (usage checks: which agent a command is)
 from pytest_agentbench.run.seed import plan_seeds  # noqa: F401 (a prove scenario's seed step)
 
 if TYPE_CHECKING:
