@@ -53,6 +53,7 @@ class ReplayRun:
     writer: StreamWriter
     max_turns: int | None
     environ: Mapping[str, str]
+    prompt: str = ""
 
     async def play(self) -> int:
         """Play the plan; returns the exit status."""
@@ -62,6 +63,12 @@ class ReplayRun:
         device = await self.connection.pinned_device() if needs_device else None
         values: dict[str, str | None] = {"device": device,
                                          "packageName": self.plan.package_name or suite_package_name(self.environ)}
+        for capture in self.plan.prompt_captures:
+            value = capture.find(self.prompt)
+            if value is None:
+                self.connection.warn(f"fromPrompt {capture.name!r} found no match of /{capture.pattern}/ in the prompt")
+            else:
+                values[capture.name] = value
         for number, step in enumerate(self.plan.steps, start=1):
             if isinstance(step, WaitStep):
                 await anyio.sleep(step.seconds)
@@ -210,7 +217,7 @@ def run(argv: list[str], *, stdin: TextIO, stdout: TextIO, stderr: TextIO, envir
         program=PROGRAM,
         device_hint=serial_from_system_prompt(args.get("append-system-prompt")),
     )
-    replay = ReplayRun(connection=connection, plan=plan, writer=writer, max_turns=max_turns, environ=environ)
+    replay = ReplayRun(connection=connection, plan=plan, writer=writer, max_turns=max_turns, environ=environ, prompt=prompt)
     timeout_s = connect_timeout(environ)
     status = anyio.run(_play, replay, cwd, timeout_s)
     if output_format != "stream-json":
