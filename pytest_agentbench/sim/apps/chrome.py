@@ -69,6 +69,7 @@ class ChromeApp(PageFeatures, App):
             Row("Search engine", on_tap="go", arg="settings/search_engine", summary="{engine}"),
             Row("Homepage", on_tap="go", arg="settings/homepage", summary="{homepage_summary}"),
             Row("Privacy and security", on_tap="go", arg="settings/privacy", summary="Clear data, secure connections"),
+            Row("Site settings", on_tap="go", arg="settings/site_settings", summary="Permissions, JavaScript, pop-ups"),
             Row("Passwords", summary="Google Password Manager"),
             Row("About Chrome", on_tap="go", arg="settings/about", summary="Chrome {version}"),
         )),

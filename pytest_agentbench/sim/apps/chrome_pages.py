@@ -6,6 +6,10 @@ Where the real Chrome keeps them, all private to the app (read as root):
   `profile.content_settings.exceptions.media_stream_camera["https://HOST:443,*"].setting`
   (1 allow, 2 block; no exception is "Ask"). It is set from the page's site information
   (the icon left of the address) -> Permissions.
+* A site added under Settings -> Site settings -> JavaScript -> "Add site exception" (while
+  JavaScript is allowed) is blocked: `profile.content_settings.exceptions.javascript["[*.]HOST,*"]`
+  `.setting` 2. The switch at the top is the default for every site,
+  `profile.default_content_setting_values.javascript` (2: blocked everywhere).
 * Bookmarks are the profile's `Bookmarks` JSON file: `roots.bookmark_bar`, `roots.other` and
   `roots.synced` (shown as "Mobile bookmarks", where a new bookmark goes), each a folder with
   `children`. A bookmark is `{type: url, name, url}`, a folder `{type: folder, name, children}`.
@@ -21,7 +25,7 @@ import json
 import time
 from urllib.parse import urlsplit
 
-from ..ui import Button, Each, Field, Radio, Row, Text, Title
+from ..ui import Button, Each, Field, Radio, Row, Switch, Text, Title
 from .model import AppContext, Screen
 
 BOOKMARKS = "app_chrome/Default/Bookmarks"
@@ -45,6 +49,24 @@ PAGE_SCREENS = {
         Radio("Allow", checked="camera_is_Allow", on_tap="set_camera"),
         Radio("Ask (default)", checked="camera_is_Ask", on_tap="set_camera", arg="Ask"),
         Radio("Block", checked="camera_is_Block", on_tap="set_camera"),
+    )),
+    "settings/site_settings": Screen("settings/site_settings", (
+        Title("Site settings"),
+        Row("Camera", summary="Ask first"),
+        Row("JavaScript", on_tap="go", arg="settings/site_settings/javascript", summary="{javascript_summary}"),
+        Row("Pop-ups and redirects", summary="Blocked"),
+    )),
+    "settings/site_settings/javascript": Screen("settings/site_settings/javascript", (
+        Title("JavaScript"),
+        Switch("Allow sites to use JavaScript", checked="javascript_on", on_tap="toggle_javascript"),
+        Text("Blocked"),
+        Each("javascript_blocked", Row("{blocked_site}", summary="Blocked")),
+        Button("Add site exception", "go", arg="settings/site_settings/javascript/add"),
+    )),
+    "settings/site_settings/javascript/add": Screen("settings/site_settings/javascript/add", (
+        Title("Add site exception"),
+        Field("Site", id="exception_site"),
+        Button("Add", "add_javascript_exception"),
     )),
     "bookmark_edit": Screen("bookmark_edit", (
         Title("Edit bookmark"),
@@ -107,6 +129,31 @@ class PageFeatures:
         else:
             camera.pop(key, None)
         write_preferences(ctx, prefs)
+
+    def tap_toggle_javascript(self, ctx: AppContext, arg: str) -> None:
+        from .chrome import read_preferences, write_preferences
+        prefs = read_preferences(ctx) or {}
+        defaults = prefs.setdefault("profile", {"name": "Person 1", "exit_type": "Normal"}).setdefault(
+            "default_content_setting_values", {})
+        if defaults.get("javascript") == 2:
+            defaults.pop("javascript")
+        else:
+            defaults["javascript"] = 2
+        write_preferences(ctx, prefs)
+
+    def tap_add_javascript_exception(self, ctx: AppContext, arg: str) -> None:
+        from .chrome import read_preferences, write_preferences
+        typed = ctx.runtime.fields.get("exception_site", "").strip()
+        host = urlsplit(typed if "://" in typed else f"https://{typed}").hostname
+        if not host:
+            return
+        prefs = read_preferences(ctx) or {}
+        profile = prefs.setdefault("profile", {"name": "Person 1", "exit_type": "Normal"})
+        exceptions = profile.setdefault("content_settings", {}).setdefault("exceptions", {})
+        exceptions.setdefault("javascript", {})[f"[*.]{host},*"] = {"last_modified": str(_chrome_time()), "setting": 2}
+        write_preferences(ctx, prefs)
+        ctx.runtime.fields["exception_site"] = ""
+        ctx.runtime.stack.pop()
 
     def tap_bookmark_page(self, ctx: AppContext, arg: str) -> None:
         url = str(ctx.state.get("url"))
@@ -180,6 +227,10 @@ def page_derived(ctx: AppContext, url: str) -> dict[str, object]:
         if found:
             bookmark = {"bookmark_name": found[1].get("name", ""), "bookmark_url": found[1].get("url", ""),
                         "bookmark_folder": found[0].get("name", "")}
+    profile = prefs.get("profile") or {}
+    javascript_on = ((profile.get("default_content_setting_values") or {}).get("javascript")) != 2
+    blocked = [pattern.split(",", 1)[0].removeprefix("[*.]")
+               for pattern, entry in ((exceptions.get("javascript") or {}).items()) if (entry or {}).get("setting") == 2]
     chrome_prefs = ctx.prefs(CHROME_PREFS)
     use_ntp = chrome_prefs.get(HOMEPAGE_NTP, True) is not False
     return {
@@ -187,6 +238,8 @@ def page_derived(ctx: AppContext, url: str) -> dict[str, object]:
         "site_camera": camera, **{f"camera_is_{name}": camera == name for name in ("Allow", "Ask", "Block")},
         "folder_choices": folders, "bookmark_rows": rows, "has_bookmarks": bool(rows),
         "bookmark_name": "", "bookmark_url": "", "bookmark_folder": "", **bookmark,
+        "javascript_on": javascript_on, "javascript_summary": "Allowed" if javascript_on else "Blocked",
+        "javascript_blocked": [{"blocked_site": site} for site in blocked],
         "homepage_is_ntp": use_ntp,
         "homepage_summary": "Chrome's homepage" if use_ntp else str(chrome_prefs.get(HOMEPAGE_URI, "")),
         "homepage_saved": str(ctx.state.get("homepage_saved") or ""),
