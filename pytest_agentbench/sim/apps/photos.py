@@ -61,7 +61,6 @@ class PhotosApp(App):
             Image("Editing {photo_title}"),
             *(Radio(name, checked=f"aspect_is_{index}", on_tap="choose_aspect", arg=name) for index, name in enumerate(ASPECTS)),
             Button("Rotate", "rotate", desc="Rotate 90 degrees clockwise"),
-            Text("Rotation: {rotation} degrees"),
             Text("Result: {result_dims}"),
             Button("Save copy", "save_copy"),
             Button("Save", "save_over"),
@@ -85,7 +84,6 @@ class PhotosApp(App):
         if turns % 2:
             result_w, result_h = result_h, result_w
         return {
-            "rotation": 90 * turns,
             "has_photos": bool(photos),
             "photos": [{"photo_id": str(photo["_id"]), "photo_name": photo["_display_name"],
                         "photo_size": f"{photo['width']} x {photo['height']}"} for photo in photos],
