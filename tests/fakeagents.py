@@ -484,9 +484,10 @@ def _kill_group(pgid: int) -> None:
         pass
 
 
-def run_session(cwd: Path, args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def run_session(cwd: Path, args: list[str], env: dict[str, str], *,
+                timeout_s: float = SESSION_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
     """Run one pytest session to completion (in its own process group) and capture its output."""
-    return run_in_own_group(pytest_argv(*args), cwd=cwd, env=env, timeout_s=SESSION_TIMEOUT_S)
+    return run_in_own_group(pytest_argv(*args), cwd=cwd, env=env, timeout_s=timeout_s)
 
 
 @dataclass(frozen=True)

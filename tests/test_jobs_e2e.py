@@ -39,6 +39,9 @@ NO_SHELL = tuple(name for name in CORE if name not in MIXED)
 JOB_APPS = ("com.android.chrome", "com.android.deskclock", "com.google.android.apps.messaging",
             "com.google.android.apps.photos", "com.android.contacts", "dev.agentbench.testbed")
 IMAGES = "content://media/external/images/media"
+#: A whole-benchmark session on one phone: 21 suites, and their 138 prove items (about 2 s each,
+#: most of it the settle sleep), on a loaded 2-core machine; the harness suites' 300 s is too short.
+SESSION_TIMEOUT_S = 1200
 
 
 # ----------------------------------------------------------------------------- the phone and what it holds
@@ -92,7 +95,7 @@ def session(lab, project: Path, tmp: Path, *args: str):
     junit = tmp / "junit.xml"
     env = session_env(server.port, tmp / "claims", COLUMNS="200")
     done = run_session(project, ["benchmark/", "--device", fleet.serials[0], "--agentbench-output", str(tmp / "out"),
-                                 f"--junitxml={junit}", "-rA", *args], env)
+                                 f"--junitxml={junit}", "-rA", *args], env, timeout_s=SESSION_TIMEOUT_S)
     assert junit.exists(), done.stdout[-3000:] + done.stderr[-3000:]
     return done, by_suite(junit_cases(junit))
 
