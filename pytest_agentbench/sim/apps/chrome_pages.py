@@ -209,8 +209,9 @@ def page_derived(ctx: AppContext, url: str) -> dict[str, object]:
     """Screen values for the features above."""
     from .chrome import read_preferences
     prefs = read_preferences(ctx) or {}
-    exceptions = (((prefs.get("profile") or {}).get("content_settings") or {}).get("exceptions") or {})
-    setting = (exceptions.get(CAMERA) or {}).get(origin_key(url), {}).get("setting") if url else None
+    profile = _dict(prefs.get("profile"))
+    exceptions = _dict(_dict(profile.get("content_settings")).get("exceptions"))
+    setting = _dict(_dict(exceptions.get(CAMERA)).get(origin_key(url))).get("setting") if url else None
     camera = {1: "Allow", 2: "Block"}.get(setting, "Ask")  # type: ignore[arg-type]
     document = read_bookmarks(ctx)
     folders, bookmark = [], {}
@@ -227,10 +228,9 @@ def page_derived(ctx: AppContext, url: str) -> dict[str, object]:
         if found:
             bookmark = {"bookmark_name": found[1].get("name", ""), "bookmark_url": found[1].get("url", ""),
                         "bookmark_folder": found[0].get("name", "")}
-    profile = prefs.get("profile") or {}
-    javascript_on = ((profile.get("default_content_setting_values") or {}).get("javascript")) != 2
+    javascript_on = _dict(profile.get("default_content_setting_values")).get("javascript") != 2
     blocked = [pattern.split(",", 1)[0].removeprefix("[*.]")
-               for pattern, entry in ((exceptions.get("javascript") or {}).items()) if (entry or {}).get("setting") == 2]
+               for pattern, entry in _dict(exceptions.get("javascript")).items() if _dict(entry).get("setting") == 2]
     chrome_prefs = ctx.prefs(CHROME_PREFS)
     use_ntp = chrome_prefs.get(HOMEPAGE_NTP, True) is not False
     return {
@@ -246,6 +246,11 @@ def page_derived(ctx: AppContext, url: str) -> dict[str, object]:
     }
 
 
+def _dict(value: object) -> dict:
+    """A JSON object, or {} for anything else (a file written by hand must not break a screen)."""
+    return value if isinstance(value, dict) else {}
+
+
 def read_bookmarks(ctx: AppContext) -> dict | None:
     data = ctx.read_file(BOOKMARKS)
     if data is None:
@@ -254,7 +259,28 @@ def read_bookmarks(ctx: AppContext) -> dict | None:
         document = json.loads(data)
     except ValueError:
         return None
-    return document if isinstance(document, dict) and isinstance(document.get("roots"), dict) else None
+    if not isinstance(document, dict) or not isinstance(document.get("roots"), dict):
+        return None
+    # A file written by hand (as root) may lack what Chrome writes: the roots are filled in as Chrome
+    # would on load, and nodes that are not objects are dropped, so no screen fails on it.
+    fresh = empty_bookmarks()["roots"]
+    for key, root in fresh.items():
+        given = document["roots"].get(key)
+        document["roots"][key] = {**root, **given} if isinstance(given, dict) else root
+    for root in document["roots"].values():
+        if isinstance(root, dict):
+            _clean(root)
+    return document
+
+
+def _clean(folder: dict) -> None:
+    children = folder.get("children")
+    folder["children"] = [child for child in children if isinstance(child, dict)] if isinstance(children, list) else []
+    for child in folder["children"]:
+        child.setdefault("name", "")
+        child.setdefault("id", "")
+        if child.get("type") == "folder" or "children" in child:
+            _clean(child)
 
 
 def write_bookmarks(ctx: AppContext, document: dict) -> None:
