@@ -377,8 +377,11 @@ BENCHMARK = REPO / "benchmark" / "agent"
 HARNESS_SUITES = ("bug-repro", "ux-flow", "wifi-on")
 #: Seed 001's jobs among the committed suites: the mixed ones allow any route (no noShell).
 MIXED_JOBS = ("log-code-to-contact", "wakelock-restrict")
+#: Issue 23's jobs: phone-only by seed 001's rule, each with params drawn per instance.
+NEW_JOBS = ("chrome-camera-blocked", "chrome-bookmark-folder", "chrome-homepage", "chrome-javascript-blocked",
+            "clock-alarm-volume", "messages-mute", "photos-rotate", "qa-tasks-bug-report")
 CORE_JOBS = ("chrome-search-engine", "chrome-secure-connections", "clock-world-clock", "messages-pin-archive", "photos-crop",
-             "testbed-pickup-code", "qa-forms-bug-report", "qa-shop-bug-report", *MIXED_JOBS)
+             "testbed-pickup-code", "qa-forms-bug-report", "qa-shop-bug-report", *NEW_JOBS, *MIXED_JOBS)
 #: `-k` for a session over the repository's benchmark/ that runs only HARNESS_SUITES.
 HARNESS_K = " or ".join(name.replace("-", "_") for name in HARNESS_SUITES)
 
@@ -481,9 +484,10 @@ def _kill_group(pgid: int) -> None:
         pass
 
 
-def run_session(cwd: Path, args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def run_session(cwd: Path, args: list[str], env: dict[str, str], *,
+                timeout_s: float = SESSION_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
     """Run one pytest session to completion (in its own process group) and capture its output."""
-    return run_in_own_group(pytest_argv(*args), cwd=cwd, env=env, timeout_s=SESSION_TIMEOUT_S)
+    return run_in_own_group(pytest_argv(*args), cwd=cwd, env=env, timeout_s=timeout_s)
 
 
 @dataclass(frozen=True)

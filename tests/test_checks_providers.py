@@ -165,6 +165,28 @@ def test_media_crop(before: str, after: str, passed: bool, seen: str) -> None:
     assert check.passed is passed and seen in check.seen, check
 
 
+ROTATED = {"kind": "media", "name": "rotated", "original": {"displayName": "beach.png", "width": 1200, "height": 900},
+           "added": {"count": 1, "width": 900, "height": 1200}}
+
+
+@pytest.mark.parametrize(
+    ("after", "passed", "seen"),
+    [
+        (images(BEACH, (2, "beach-edited.png", 900, 1200)), True, "beach-edited.png 900x1200"),
+        (images(BEACH, (2, "beach-edited.png", 901, 1199)), True, "901x1199"),
+        # A copy saved without the rotation, or rotated twice (upside down): the size of the original.
+        (images(BEACH, (2, "beach-edited.png", 1200, 900)), False, "is 1200x900, not 900x1200"),
+        (images(BEACH, (2, "beach-edited.png", 902, 1200)), False, "not 900x1200"),
+        # Rotated in place (Save): the original is no longer 1200 wide, and nothing was added.
+        (images((1, "beach.png", 900, 1200)), False, "is now 900x1200, not 1200 wide"),
+    ],
+    ids=["rotated", "one-px-off", "unrotated", "two-px-off", "rotated-in-place"],
+)
+def test_media_exact_size_of_a_rotated_copy(after: str, passed: bool, seen: str) -> None:
+    check = judge(ROTATED, [ok(after)], [ok(images(BEACH))])
+    assert check.passed is passed and seen in check.seen, check
+
+
 def test_media_provider_absent_fails_with_a_sentence() -> None:
     absent = ok("Error while accessing provider:media\njava.lang.IllegalStateException: Could not find provider: media\n")
     check = judge(CROP, [absent], [absent])

@@ -34,7 +34,7 @@ def test_committed_suites_dry_run(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["*= agentbench dry run =*"])
     for name in COMMITTED:
         result.stdout.fnmatch_lines([
-            f"*- benchmark/agent/suites/{name}.yml::{name} -*",
+            f"*- benchmark/agent/suites/{name}.yml::{name}*-*",  # a suite with params: {name}[r1-<instance id>]
             f"suite: {name} (*)",
             "argv:",
             "  claude -p --verbose --output-format stream-json --mcp-config "
@@ -62,7 +62,7 @@ def test_k_runs_exactly_one_and_junit_has_one_case_per_suite(pytester: pytest.Py
     run_committed(pytester, "--agentbench-dry-run", "-k", "bug_repro").assert_outcomes(passed=1, deselected=len(COMMITTED) - 1)
     run_committed(pytester, "--agentbench-dry-run", "--junitxml=report.xml").assert_outcomes(passed=len(COMMITTED))
     cases = ET.parse(pytester.path / "report.xml").getroot().findall(".//testcase")
-    assert sorted(case.get("name") for case in cases) == sorted(COMMITTED)
+    assert sorted(case.get("name").split("[r1", 1)[0] for case in cases) == sorted(COMMITTED)
 
 
 def test_secret_values_never_appear(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:

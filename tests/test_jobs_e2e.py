@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,10 +26,11 @@ from typing import Any
 import pytest
 import yaml
 from adbserver import PrivateAdbServer, one_simulated_phone
-from fakeagents import BENCHMARK, CORE_JOBS, MIXED_JOBS, REPO, Behaviour, copy_benchmark_parts, junit_cases, run_session, session_env, write_dispatcher
+from fakeagents import BENCHMARK, CORE_JOBS, MIXED_JOBS, NEW_JOBS, REPO, Behaviour, copy_benchmark_parts, junit_cases, run_session, session_env, write_dispatcher
 
 from pytest_agentbench.sim.fleet import SimFleet
 from pytest_agentbench.sim.phone import Phone
+from pytest_agentbench.suite.params import DEFAULT_SEED, instance_values
 
 ALL_SUITES = tuple(sorted(path.stem for path in (BENCHMARK / "suites").glob("*.yml")))
 MIXED, CORE = MIXED_JOBS, CORE_JOBS
@@ -37,6 +39,9 @@ NO_SHELL = tuple(name for name in CORE if name not in MIXED)
 JOB_APPS = ("com.android.chrome", "com.android.deskclock", "com.google.android.apps.messaging",
             "com.google.android.apps.photos", "com.android.contacts", "dev.agentbench.testbed")
 IMAGES = "content://media/external/images/media"
+#: A whole-benchmark session on one phone: 21 suites, and their 138 prove items (about 2 s each,
+#: most of it the settle sleep), on a loaded 2-core machine; the harness suites' 300 s is too short.
+SESSION_TIMEOUT_S = 1200
 
 
 # ----------------------------------------------------------------------------- the phone and what it holds
@@ -90,9 +95,20 @@ def session(lab, project: Path, tmp: Path, *args: str):
     junit = tmp / "junit.xml"
     env = session_env(server.port, tmp / "claims", COLUMNS="200")
     done = run_session(project, ["benchmark/", "--device", fleet.serials[0], "--agentbench-output", str(tmp / "out"),
-                                 f"--junitxml={junit}", "-rA", *args], env)
+                                 f"--junitxml={junit}", "-rA", *args], env, timeout_s=SESSION_TIMEOUT_S)
     assert junit.exists(), done.stdout[-3000:] + done.stderr[-3000:]
-    return done, junit_cases(junit)
+    return done, by_suite(junit_cases(junit))
+
+
+def by_suite(cases: dict) -> dict:
+    """Run items keyed by their suite: a suite with params names its one run `suite[r1-<instance id>]`; prove items keep their names."""
+    return {re.sub(r"\[r\d+(-[^\]]*)?\]$", "", name): case for name, case in cases.items()}
+
+
+def instance(suite: str) -> dict[str, str]:
+    """The drawn values of a session's one run of a suite (seed 0, repeat 1), as text."""
+    declared = yaml.safe_load((BENCHMARK / "suites" / f"{suite}.yml").read_text()).get("params")
+    return {name: str(value) for name, value in instance_values(declared, seed=DEFAULT_SEED, suite=suite, repeat=1).items()}
 
 
 def result_of(case) -> dict:
@@ -172,9 +188,12 @@ def test_after_every_proof_the_phone_reads_like_a_fresh_phone(proofs) -> None:
 
 
 def plausible_answer(suite: str) -> str:
-    """What an agent that never touched the phone would answer: the plan's final lines, made-up codes filled in."""
+    """What an agent that never touched the phone would answer: the plan's final lines, this instance's
+    values (as its prompt gives them) and made-up codes and counts filled in."""
     final = yaml.safe_load((BENCHMARK / "plans" / f"{suite}.yml").read_text())["final"]
-    return final.replace("{code}", "482913")
+    for name, value in {**instance(suite), "code": "482913", "count": "4"}.items():
+        final = final.replace("{" + name + "}", value)
+    return final
 
 
 @pytest.fixture(scope="module")
@@ -272,6 +291,45 @@ SHELL_PLANS: dict[str, dict[str, Any]] = {
 }
 
 
+CHROME_DIR = "/data/data/com.android.chrome"
+
+
+def root_write(path: str, text: str) -> dict[str, Any]:
+    """A shell step writing a file as root (its directory made first); `text` may hold {placeholders} the plan fills."""
+    quoted = text.replace('"', '\\"')
+    return shell(f"""su 0 sh -c "mkdir -p {path.rsplit('/', 1)[0]} && echo '{quoted}' > {path}" """)
+
+
+def exception(content_type: str, pattern: str) -> str:
+    return json.dumps({"profile": {"content_settings": {"exceptions": {content_type: {pattern: {"setting": 2}}}}}})
+
+
+#: Issue 23's jobs through a shell: the state written as root where it can be; a copy or a look where not.
+SHELL_PLANS.update({
+    "chrome-camera-blocked": {"steps": [root_write(CHROME_PREFS, exception("media_stream_camera", "https://{site}:443,*"))]},
+    "chrome-javascript-blocked": {"steps": [root_write(CHROME_PREFS, exception("javascript", "[*.]{site},*"))]},
+    "chrome-bookmark-folder": {"steps": [root_write(f"{CHROME_DIR}/app_chrome/Default/Bookmarks", json.dumps(
+        {"roots": {"synced": {"children": [{"name": "{folder}", "type": "folder",
+                                            "children": [{"type": "url", "url": "https://{site}/"}]}]}}}))]},
+    "chrome-homepage": {"steps": [root_write(
+        f"{CHROME_DIR}/shared_prefs/com.android.chrome_preferences.xml",
+        '<map><string name="homepage_custom_uri">https://{site}/</string><boolean name="Chrome.Homepage.UseNTP" value="false" /></map>')]},
+    "clock-alarm-volume": {"steps": [root_write(CLOCK_PREFS, '<map><string name="auto_silence">{minutes}</string>'
+                                                             '<string name="alarm_crescendo_duration">{seconds}</string></map>')]},
+    "messages-mute": {"steps": [shell(f"""su 0 sqlite3 {BUGLE} "UPDATE conversations SET notification_enabled = 0 """
+                                      """WHERE participant_normalized_destination = '{target}'" """)]},
+    # No image editor: an unturned copy is all a shell makes.
+    "photos-rotate": {"steps": [shell("cp /sdcard/Pictures/{photo} /sdcard/Pictures/turned-{photo} && am broadcast -a "
+                                      "android.intent.action.MEDIA_SCANNER_SCAN_FILE -d file:///sdcard/Pictures/turned-{photo}")]},
+    # The swipe handler cannot be called from a shell; the events can only be read.
+    "qa-tasks-bug-report": {"steps": [shell("run-as dev.agentbench.testbed cat files/events.jsonl")]},
+})
+for _name in NEW_JOBS:
+    # The drawn values reach a shell agent as they reach any agent: in the prompt.
+    _committed = yaml.safe_load((BENCHMARK / "plans" / f"{_name}.yml").read_text())
+    SHELL_PLANS[_name] = {"fromPrompt": _committed["fromPrompt"], **SHELL_PLANS[_name], "final": _committed["final"]}
+
+
 @pytest.fixture(scope="module")
 def raw_adb(lab, fake_agents, tmp_path_factory: pytest.TempPathFactory):
     tmp = tmp_path_factory.mktemp("adb-shell")
@@ -293,11 +351,14 @@ def test_raw_adb_fails_every_no_shell_job_and_passes_the_mixed_ones(raw_adb) -> 
                    for reason in reasons(cases[name])), (name, reasons(cases[name]))
     # Where the shell can do the job (a read of private storage, a write as root), noShell is all that fails it.
     for name in ("testbed-pickup-code", "chrome-search-engine", "chrome-secure-connections", "clock-world-clock",
-                 "messages-pin-archive"):
+                 "messages-pin-archive", "chrome-camera-blocked", "chrome-javascript-blocked", "chrome-bookmark-folder",
+                 "chrome-homepage", "clock-alarm-volume", "messages-mute"):
         assert len(reasons(cases[name])) == 1, (name, reasons(cases[name]))
-    # Where it cannot (an editor, a form's validation path), the device checks fail too.
+    # Where it cannot (an editor, a form's validation path, a swipe handler), the device checks fail too.
     assert any("media check 'square-copy' failed" in reason for reason in reasons(cases["photos-crop"]))
+    assert any("media check 'portrait-copy' failed" in reason for reason in reasons(cases["photos-rotate"]))
     assert any("eventLog check" in reason for reason in reasons(cases["qa-shop-bug-report"]))
+    assert any("eventLog check" in reason for reason in reasons(cases["qa-tasks-bug-report"]))
 
 
 def test_after_raw_adb_the_phone_reads_like_a_fresh_phone(raw_adb) -> None:

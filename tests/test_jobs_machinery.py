@@ -167,6 +167,20 @@ def _phone_state(adb: PhoneAdb) -> dict[str, Any]:
             "images": phone.content_query("content://media/external/images/media", ["_id", "_display_name", "width", "height"])}
 
 
+def test_a_seeded_sms_body_with_colons_arrives_whole(tmp_path: Path) -> None:
+    # `content` splits COLUMN:TYPE:VALUE at every unescaped colon: an unescaped "Reminder: 9:30"
+    # was a malformed binding, `content` printed its usage (exit 0) and the SMS never arrived.
+    seeds = parse_seeds([{"sms": {"from": "+15551230001", "body": "Reminder: dentist at 9:30"}}])
+    ((_, command),) = plan_seeds(seeds, staging_dir=DEVICE_STAGING_DIR, now_ms=1_700_000_000_000).steps
+    assert "'body:s:Reminder\\: dentist at 9\\:30'" in command.text
+    adb = PhoneAdb()
+    preflight = PreflightSpec(clear_app_data=True, shared_preferences={}, launch_uri=None, settle_seconds=0,
+                              start_screen_includes=("+15551230001",), seed=seeds)
+    run_preflight(adb, "sim", app=AppSpec(MESSAGES, None), preflight=preflight, run_dir=tmp_path,
+                  device_reads=(), baseline_reads=(), now_ms=1_700_000_000_000)
+    assert [row["body"] for row in _phone_state(adb)["sms"]] == ["Reminder: dentist at 9:30"]
+
+
 def test_preflight_seeds_after_a_baseline_read_in_the_reset_round_trip_and_cleanup_puts_the_phone_back(tmp_path: Path) -> None:
     adb = PhoneAdb()
     fresh = _phone_state(adb)
@@ -363,8 +377,9 @@ def test_a_core_job_says_why_it_needs_the_phone_and_proves_every_check(name: str
     path = SUITES / f"{name}.yml"
     text = path.read_text(encoding="utf-8")
     header = text.split("\nname:", 1)[0]
-    # Seed 001: the reason is written per job, in the open, as the suite's first comment.
-    assert ("A mixed job (seed 001)" if name in MIXED else "Why this job needs the phone (seed 001):") in header
+    # Seed 001: the reason is written per job, in the open, as the suite's first comment (issue 23's
+    # jobs: "(seed 001's candidate)" or "(seed 001's rule)").
+    assert ("A mixed job (seed 001)" if name in MIXED else "Why this job needs the phone (seed 001") in header
     suite = load_suite(path, REPO)
     assert suite.verify.no_shell is (name not in MIXED)
     assert suite.claude.model == "claude-sonnet-5-5"

@@ -262,6 +262,9 @@ def test_plan_parses_steps(tmp_path):
         ({"steps": [{"tool": "a", "capture": "code"}], "final": "x"}, "steps[0].capture: expected {name: NAME, pattern: REGEX}"),
         ({"steps": [{"tool": "a", "capture": {"name": "c", "pattern": "x", "group": 2}}], "final": "x"},
          "steps[0].capture: unknown key(s) 'group'"),
+        ({"steps": [{"tool": "a"}], "final": "x", "fromPrompt": {"name": "c"}}, "fromPrompt: expected a list of {name: NAME"),
+        ({"steps": [{"tool": "a"}], "final": "x", "fromPrompt": [{"name": "c", "pattern": "(x"}]},
+         "fromPrompt[0].pattern: expected a regular expression"),
     ],
 )
 def test_bad_plans_name_file_and_key(tmp_path, data, problem):
@@ -381,6 +384,20 @@ def test_a_capture_carries_a_value_read_off_the_device_into_later_calls_and_the_
     # A capture that found nothing leaves its placeholder as written and says so on stderr.
     assert transcript.final_text == "COUNT: 1\nOTHER: {missing}"
     assert "capture 'missing' found no match of /no such text/" in err
+
+
+def test_from_prompt_reads_an_instances_drawn_values_off_the_prompt_into_calls_and_the_answer(tiny):
+    # A seeded instance's values reach an agent only through its prompt; the plan reads them there.
+    plan = write_plan(tiny["dir"], {
+        "fromPrompt": [{"name": "label", "pattern": r'the button "([^"]+)"'}, {"name": "missing", "pattern": "no such text"}],
+        "steps": [{"tool": "tapOn", "args": {"text": "{label}", "device": "{device}"}}],
+        "final": "TAPPED: {label}\nOTHER: {missing}"})
+    status, out, err = replay(base_argv(tiny["config"], "--allowedTools", "mcp__dev", "--plan", str(plan)),
+                              prompt='Tap the button "Add Item" once.')
+    assert status == 0, err
+    assert calls_seen(tiny["log"])[-1] == {"tool": "tapOn", "text": "Add Item", "device": "dev0"}
+    assert parse_lines(out.splitlines(keepends=True)).final_text == "TAPPED: Add Item\nOTHER: {missing}"
+    assert "fromPrompt 'missing' found no match of /no such text/ in the prompt" in err
 
 
 def test_event_and_field_names_match_claude_code(tiny):

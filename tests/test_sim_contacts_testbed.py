@@ -12,7 +12,7 @@ from pytest_agentbench.sim.apps.testbed import PACKAGE as TESTBED, WAKE_LOCK_TAG
 from pytest_agentbench.sim.phone import Phone
 from pytest_agentbench.sim.phone_numbers import format_for_display, normalize_e164
 
-from simui import back, open_link, tap, texts, type_into
+from simui import BOUNDS, back, find, open_link, tap, texts, type_into
 
 CONTACTS = "com.android.contacts"
 
@@ -156,3 +156,27 @@ def test_wake_lock_is_held_until_the_testbed_is_restricted(phone: Phone) -> None
     assert re.search(rf"^u0_a{uid - 10000} +{pid} .* {TESTBED}$", phone.shell("ps -A").stdout.decode(), re.M)
     phone.shell(f"cmd appops set {TESTBED} RUN_ANY_IN_BACKGROUND ignore")
     assert WAKE_LOCK_TAG not in phone.shell("dumpsys power").stdout.decode()
+
+
+def _swipe_row(phone: Phone, label: str, dx: int, dy: int = 0) -> None:
+    left, top, right, bottom = map(int, BOUNDS.fullmatch(find(phone, label)["bounds"]).groups())
+    y = (top + bottom) // 2
+    phone.shell(f"input swipe {right - 60} {y} {right - 60 + dx} {y + dy} 300")
+
+
+def test_tasks_swipe_deletes_the_row_below_and_leaves_the_count_stale_the_button_is_right(phone: Phone) -> None:
+    open_link(phone, "agentbench://testbed/tasks")
+    assert texts(phone)[0] == "Tasks (4)"
+    _swipe_row(phone, "Call the bank", dx=-700, dy=40)  # mostly sideways: a swipe to dismiss
+    shown = texts(phone)
+    assert "Call the bank" in shown and "Book flights" not in shown and shown[0] == "Tasks (4)"  # both planted bugs
+    _swipe_row(phone, "Water plants", dx=-100)  # too short to dismiss
+    _swipe_row(phone, "Water plants", dx=-40, dy=-600)  # mostly vertical: a scroll, not a dismiss
+    assert "Water plants" in texts(phone)
+    tap(phone, "Buy milk")
+    tap(phone, "Delete task")
+    shown = texts(phone)
+    assert shown[0] == "Tasks (2)" and "Buy milk" not in shown
+    used = [(e["event"], e.get("task"), e.get("deleted"), e.get("via")) for e in events(phone) if e["event"] != "screen_opened"]
+    assert used == [("task_swiped", "Call the bank", "Book flights", None), ("task_opened", "Buy milk", None, None),
+                    ("task_deleted", "Buy milk", None, "button")]

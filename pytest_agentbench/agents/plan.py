@@ -57,6 +57,9 @@ class Plan:
     #: Seconds to pause before every tool call and before the final answer, standing in for a
     #: model's latency (`thinkSeconds`); 0 replays as fast as the server answers.
     think_seconds: float = 0.0
+    #: Values read off the prompt before the first step (`fromPrompt`), as a model reads its task:
+    #: a seeded instance's drawn values (a city, a sender) reach the plan only through the prompt.
+    prompt_captures: tuple[Capture, ...] = ()
 
     @property
     def tool_steps(self) -> tuple[ToolStep, ...]:
@@ -117,11 +120,13 @@ def parse_plan(data: Any, source: Path) -> Plan:
     problems: list[str] = []
     if not isinstance(data, Mapping):
         raise SuiteError(source, f"a plan must be a mapping with 'steps' and 'final', got {type(data).__name__}")
-    unknown = sorted(set(data) - {"steps", "final", "packageName", "thinkSeconds"})
+    unknown = sorted(set(data) - {"steps", "final", "packageName", "thinkSeconds", "fromPrompt"})
     if unknown:
         problems.append(
-            f"unknown key(s) {', '.join(map(repr, unknown))}; a plan has 'steps', 'final' and optional 'packageName', 'thinkSeconds'"
+            f"unknown key(s) {', '.join(map(repr, unknown))}; a plan has 'steps', 'final' and optional 'packageName', "
+            "'thinkSeconds', 'fromPrompt'"
         )
+    prompt_captures = _prompt_captures(data.get("fromPrompt", []), problems)
     think = data.get("thinkSeconds", 0)
     if isinstance(think, bool) or not isinstance(think, (int, float)) or not 0 <= think <= MAX_WAIT_SECONDS:
         problems.append(f"thinkSeconds: expected seconds between 0 and {MAX_WAIT_SECONDS} (the pause before each step), got {think!r}")
@@ -143,7 +148,22 @@ def parse_plan(data: Any, source: Path) -> Plan:
             steps.append(step)
     if problems:
         raise SuiteError(source, problems)
-    return Plan(source=source, steps=tuple(steps), final=final, package_name=package_name, think_seconds=float(think))
+    return Plan(source=source, steps=tuple(steps), final=final, package_name=package_name, think_seconds=float(think),
+                prompt_captures=prompt_captures)
+
+
+def _prompt_captures(raw: Any, problems: list[str]) -> tuple[Capture, ...]:
+    """`fromPrompt: [{name, pattern}, ...]` -> the captures matched against the prompt text."""
+    if not isinstance(raw, list):
+        problems.append(f"fromPrompt: expected a list of {{name: NAME, pattern: REGEX}}, got {raw!r}")
+        return ()
+    captures = []
+    for index, entry in enumerate(raw):
+        found = capture_problems(entry, f"fromPrompt[{index}]")
+        problems += found
+        if not found:
+            captures.append(Capture(entry["name"], entry["pattern"]))
+    return tuple(captures)
 
 
 def _parse_step(raw: Any, where: str, problems: list[str]) -> Step | None:

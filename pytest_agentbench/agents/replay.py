@@ -41,6 +41,7 @@ class ReplayRun:
     writer: StreamWriter
     max_turns: int | None
     environ: Mapping[str, str]
+    prompt: str = ""
 
     async def play(self) -> int:
         """Play the plan; returns the exit status."""
@@ -50,6 +51,12 @@ class ReplayRun:
         device = await self.connection.pinned_device() if needs_device else None
         values: dict[str, str | None] = {"device": device,
                                          "packageName": self.plan.package_name or suite_package_name(self.environ)}
+        for capture in self.plan.prompt_captures:
+            value = capture.find(self.prompt)
+            if value is None:
+                self.connection.warn(f"fromPrompt {capture.name!r} found no match of /{capture.pattern}/ in the prompt")
+            else:
+                values[capture.name] = value
         for number, step in enumerate(self.plan.steps, start=1):
             if isinstance(step, WaitStep):
                 await anyio.sleep(step.seconds)
@@ -144,7 +151,8 @@ def run(argv: list[str], *, stdin: TextIO, stdout: TextIO, stderr: TextIO, envir
     writer = StreamWriter(out=sink, model=str(request.args.get("model") or DEFAULT_MODEL))
     request.name_session(writer)
     connection = request.connection(stderr=stderr, environ=environ)
-    replay = ReplayRun(connection=connection, plan=plan, writer=writer, max_turns=request.max_turns, environ=environ)
+    replay = ReplayRun(connection=connection, plan=plan, writer=writer, max_turns=request.max_turns, environ=environ,
+                        prompt=request.prompt)
     status = anyio.run(_play, replay, cwd, connect_timeout(environ))
     request.finish(sink, stdout)
     return status

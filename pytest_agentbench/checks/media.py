@@ -5,6 +5,7 @@
   name: cropped
   original: {displayName: beach.png, width: 1200}   # must be there before, and still this wide after
   added: {count: 1, square: true, maxSide: 800}     # images added after the before-snapshot
+  # or added: {count: 1, width: 800, height: 1200}  # an exact size (a rotated copy), within tolerancePx
   tolerancePx: 1                                    # for square and maxSide (default 1)
 ```
 
@@ -40,6 +41,8 @@ class Spec:
     square: bool = False
     max_side: int | None = None
     min_side: int | None = None
+    width: int | None = None
+    height: int | None = None
     tolerance_px: int = 1
 
     def describe(self) -> str:
@@ -52,6 +55,8 @@ class Spec:
             shape.append(f"at most {self.max_side} px")
         if self.min_side:
             shape.append(f"at least {self.min_side} px")
+        if self.width or self.height:
+            shape.append(f"{self.width or 'any'} wide and {self.height or 'any'} high")
         fit = f" ({', '.join(shape)}, within {self.tolerance_px} px)" if shape else ""
         parts.append(f"{self.added_count} image{'s' if self.added_count != 1 else ''} added{fit}")
         return "; ".join(parts)
@@ -71,6 +76,7 @@ def parse(entry: Mapping[str, Any]) -> Spec:
         original_name=original.get("displayName"), original_width=original.get("width"),
         original_height=original.get("height"), added_count=added.get("count", 1),
         square=bool(added.get("square", False)), max_side=added.get("maxSide"), min_side=added.get("minSide"),
+        width=added.get("width"), height=added.get("height"),
         tolerance_px=entry.get("tolerancePx", 1),
     )
 
@@ -109,6 +115,8 @@ def _shape_problems(spec: Spec, image: Mapping[str, Any]) -> list[str]:
         problems.append(f"{image['name']} is {width}x{height}, larger than {spec.max_side} px")
     if spec.min_side and min(width, height) < spec.min_side - slack:
         problems.append(f"{image['name']} is {width}x{height}, smaller than {spec.min_side} px")
+    if (spec.width and abs(width - spec.width) > slack) or (spec.height and abs(height - spec.height) > slack):
+        problems.append(f"{image['name']} is {width}x{height}, not {spec.width or 'any'}x{spec.height or 'any'}")
     return problems
 
 

@@ -65,8 +65,13 @@ def sms_command(seed: SmsSeed, date_ms: int) -> Script:
     """`su 0 content insert --uri content://sms/inbox ...`: the SMS a phone receives, as root."""
     read = 1 if seed.read else 0
     return sh("su", "0", "content", "insert", "--uri", SMS_INBOX_URI,
-              "--bind", f"address:s:{seed.address}", "--bind", f"body:s:{seed.body}",
+              "--bind", f"address:s:{bind_text(seed.address)}", "--bind", f"body:s:{bind_text(seed.body)}",
               "--bind", f"date:l:{date_ms}", "--bind", f"read:i:{read}", "--bind", f"seen:i:{read}")
+
+
+def bind_text(value: str) -> str:
+    """A `--bind` value with its colons escaped, as `content` splits COLUMN:TYPE:VALUE at every unescaped colon."""
+    return value.replace(":", "\\:")
 
 
 def photo_command(seed: PhotoSeed, staged: str) -> Script:

@@ -20,7 +20,7 @@ from .system.processes import ProcessTable
 from .system.clock import local
 from .system.logbuffer import LogBuffer
 from .system.power import PowerState
-from .ui import UiNode, hit_test, layout_screen, status_bar, to_xml
+from .ui import UiNode, hit_test, layout_screen, status_bar, swipe_target, to_xml
 from .users import ROOT, SHELL, app_uid_candidate
 
 LAUNCHER_PACKAGE = "com.android.launcher3"
@@ -405,8 +405,17 @@ class Phone(SeedingMixin):
             ctx.app.handler(node.on_tap)(ctx, node.arg)
 
     def swipe(self, x1: int, y1: int, x2: int, y2: int) -> None:
-        """A vertical swipe scrolls the foreground screen (finger up = content moves up), if it overflows."""
+        """A vertical swipe scrolls the foreground screen (finger up = content moves up), if it overflows.
+
+        A sideways one (mostly horizontal, at least a fifth of the screen's width) started on a row
+        with an `on_swipe` handler runs it (swipe to dismiss); elsewhere it does nothing.
+        """
         with self.lock:
+            if abs(x2 - x1) > abs(y2 - y1):
+                node = swipe_target(self.render(), x1, y1)
+                if node is not None and abs(x2 - x1) >= self.size[0] // 5 and node.package in self.runtimes:
+                    self.context(node.package).app.handler(node.on_swipe)(self.context(node.package), node.arg)
+                return
             runtime = self.runtimes[self.tasks[-1]]
             runtime.scroll[runtime.route] = runtime.scroll.get(runtime.route, 0) + (y1 - y2)
             self.render()  # clamps the offset to what the content can scroll

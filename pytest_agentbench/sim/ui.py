@@ -31,6 +31,7 @@ class Widget:
     desc: str = ""
     on_tap: str = ""
     arg: str = ""
+    on_swipe: str = ""  # a row's handler for a sideways swipe started on it (swipe to dismiss), given `arg`
     checked: str = ""
     enabled: str = ""
     when: str = ""
@@ -119,6 +120,7 @@ class UiNode:
     children: list[UiNode] = field(default_factory=list)
     on_tap: str = ""
     arg: str = ""
+    on_swipe: str = ""
     field_id: str = ""
     style: str = "body"  # how png.py paints it; not part of the dump
 
@@ -220,6 +222,16 @@ def to_xml(roots: list[UiNode], rotation: int = 0) -> str:
     return "".join(parts)
 
 
+def swipe_target(roots: list[UiNode], x: int, y: int) -> UiNode | None:
+    """The node a sideways swipe starting at the point drags (one with an `on_swipe` handler), if any; topmost root first."""
+    for root in reversed(roots):
+        for node in root.walk():
+            left, top, right, bottom = node.bounds
+            if node.on_swipe and left <= x < right and top <= y < bottom:
+                return node
+    return None
+
+
 def hit_test(roots: list[UiNode], x: int, y: int) -> UiNode | None:
     """Return the deepest clickable node under the point; later roots are drawn on top."""
     for root in reversed(roots):
@@ -296,7 +308,7 @@ def _build(package: str, widget: Widget, state: Mapping[str, object], box: tuple
     if widget.kind == "row":
         row = UiNode("android.widget.LinearLayout", package, box, clickable=bool(widget.on_tap) and enabled,
                      enabled=enabled, focusable=bool(widget.on_tap), on_tap=widget.on_tap, arg=widget.arg,
-                     resource_id=_rid(package, widget), style="row")
+                     on_swipe=widget.on_swipe, resource_id=_rid(package, widget), style="row")
         title_bottom = top + (100 if widget.summary else bottom - top)
         row.children.append(UiNode("android.widget.TextView", package, (inner[0], top + 20, inner[2], title_bottom),
                                    text=text, resource_id="android:id/title", enabled=enabled))

@@ -1,4 +1,4 @@
-"""A Chrome-like browser declared as data: its settings change the search engine and HTTPS mode in `Preferences`.
+"""A Chrome-like browser declared as data: settings, site permissions, bookmarks and the homepage in its private files.
 
 Chrome keeps these choices in the profile's private JSON file
 `/data/data/com.android.chrome/app_chrome/Default/Preferences`, which only root can read (Chrome
@@ -13,6 +13,7 @@ import json
 import time
 
 from ..ui import Button, Field, Radio, Row, Switch, Text, Title
+from .chrome_pages import PAGE_SCREENS, PageFeatures, page_derived
 from .model import App, AppContext, Screen
 
 PACKAGE = "com.android.chrome"
@@ -40,7 +41,7 @@ def secure_key(version_name: str) -> str:
     return NEW_KEY if major >= BALANCED_MODE_SINCE else OLD_KEY
 
 
-class ChromeApp(App):
+class ChromeApp(PageFeatures, App):
     package = PACKAGE
     label = "Chrome"
     activity = "com.google.android.apps.chrome.Main"
@@ -54,16 +55,21 @@ class ChromeApp(App):
             Field("Search or type web address", id="url_bar"),
             Button("Go", "go_url"),
             Button("More options", "go", arg="menu", desc="Customize and control Google Chrome"),
+            Button("View site information", "go", arg="site_info", when="on_page", desc="View site information"),
             Title("{page_title}"),
             Text("{page_text}"),
         )),
         "menu": Screen("menu", (
-            Row("New tab", on_tap="new_tab"), Row("History"), Row("Bookmarks"), Row("Settings", on_tap="go", arg="settings"),
+            Row("New tab", on_tap="new_tab"),
+            Row("Add bookmark", on_tap="bookmark_page", when="on_page", desc="Bookmark this page"),
+            Row("History"), Row("Bookmarks", on_tap="go", arg="bookmarks"), Row("Settings", on_tap="go", arg="settings"),
         )),
         "settings": Screen("settings", (
             Title("Settings"),
             Row("Search engine", on_tap="go", arg="settings/search_engine", summary="{engine}"),
+            Row("Homepage", on_tap="go", arg="settings/homepage", summary="{homepage_summary}"),
             Row("Privacy and security", on_tap="go", arg="settings/privacy", summary="Clear data, secure connections"),
+            Row("Site settings", on_tap="go", arg="settings/site_settings", summary="Permissions, JavaScript, pop-ups"),
             Row("Passwords", summary="Google Password Manager"),
             Row("About Chrome", on_tap="go", arg="settings/about", summary="Chrome {version}"),
         )),
@@ -83,6 +89,7 @@ class ChromeApp(App):
             Title("About Chrome"), Row("Application version", summary="Chrome {version}"),
             Row("Operating system", summary="Android {release}"),
         )),
+        **PAGE_SCREENS,
     }
 
     def initial_state(self) -> dict[str, object]:
@@ -94,6 +101,7 @@ class ChromeApp(App):
         url = str(ctx.state.get("url") or "")
         key = secure_key(ctx.phone.packages[PACKAGE].version_name)
         return {
+            **page_derived(ctx, url),
             "engine": engine,
             **{f"engine_is_{engine_id}": engine == name for name, _k, engine_id, _u in ENGINES},
             "secure_on": prefs.get(key) is True,
@@ -116,7 +124,7 @@ class ChromeApp(App):
     def tap_go_url(self, ctx: AppContext, arg: str) -> None:
         typed = ctx.runtime.fields.get("url_bar", "").strip()
         if typed:
-            ctx.state["url"] = typed if "://" in typed else f"https://{typed}"
+            ctx.state["url"] = fixup_url(typed)
 
     def tap_new_tab(self, ctx: AppContext, arg: str) -> None:
         ctx.state["url"] = ""
@@ -158,6 +166,12 @@ def write_preferences(ctx: AppContext, prefs: dict[str, object]) -> None:
     prefs.setdefault("browser", {"has_seen_welcome_page": True})
     prefs.setdefault("profile", {"name": "Person 1", "exit_type": "Normal", "content_settings": {}})
     ctx.write_file(PREFERENCES, json.dumps(prefs, separators=(",", ":"), sort_keys=True).encode())
+
+
+def fixup_url(typed: str) -> str:
+    """What Chrome loads for typed text: a scheme added (https), a bare host given its root path."""
+    url = typed if "://" in typed else f"https://{typed}"
+    return url if url.count("/") > 2 else url + "/"
 
 
 def _engine_name(prefs: dict[str, object]) -> str:

@@ -5,7 +5,9 @@ Clock keeps its settings in its default SharedPreferences file,
 as `number_of_cities` (int) plus `city_id_0`, `city_id_1`, ... (strings, ids from `CITIES`), the
 home time zone as `home_time_zone` (written on the first launch from the device's zone),
 `automatic_home_clock` (boolean, default true) and `snooze_duration` (minutes as a string,
-default "10"). When the device zone's UTC offset differs from the home zone's right now (as
+default "10"), and how an alarm rings: `auto_silence` ("Silence after", minutes as a string,
+default "10", "-1" never) and `alarm_crescendo_duration` ("Gradually increase volume", seconds
+as a string, default "0": off). When the device zone's UTC offset differs from the home zone's right now (as
 DeskClock compares them), the Clock tab shows a home clock, which is not a world clock.
 """
 
@@ -20,6 +22,9 @@ from .model import App, AppContext, Screen, write_shared_prefs
 PACKAGE = "com.android.deskclock"
 PREFS = "com.android.deskclock_preferences"
 SNOOZE_CHOICES = (5, 10, 15, 20, 25, 30)
+SILENCE_CHOICES = (("-1", "Never"), ("1", "1 minute"), ("5", "5 minutes"), ("10", "10 minutes"), ("15", "15 minutes"),
+                   ("20", "20 minutes"), ("25", "25 minutes"))
+CRESCENDO_CHOICES = (("0", "Off"), *((str(seconds), f"{seconds} seconds") for seconds in range(5, 65, 5)))
 CITIES: tuple[tuple[str, str, str], ...] = (
     ("C1", "Amsterdam", "Europe/Amsterdam"), ("C2", "Athens", "Europe/Athens"), ("C3", "Auckland", "Pacific/Auckland"),
     ("C4", "Bangkok", "Asia/Bangkok"), ("C5", "Berlin", "Europe/Berlin"),
@@ -88,7 +93,18 @@ class ClockApp(App):
             Row("Home time zone", on_tap="go", arg="settings/home", summary="{home_city}"),
             Switch("Automatic home clock", checked="auto_home", on_tap="toggle_auto_home"),
             Text("Alarms"),
+            Row("Silence after", on_tap="go", arg="settings/silence", summary="{silence_label}"),
             Row("Snooze length", on_tap="go", arg="settings/snooze", summary="{snooze} minutes"),
+            Row("Gradually increase volume", on_tap="go", arg="settings/crescendo", summary="{crescendo_label}"),
+        )),
+        "settings/silence": Screen("settings/silence", (
+            Title("Silence after"),
+            *(Radio(label, checked=f"silence_is_{value}", on_tap="set_silence", arg=value) for value, label in SILENCE_CHOICES),
+        )),
+        "settings/crescendo": Screen("settings/crescendo", (
+            Title("Gradually increase volume"),
+            *(Radio(label, checked=f"crescendo_is_{value}", on_tap="set_crescendo", arg=value)
+              for value, label in CRESCENDO_CHOICES),
         )),
         "settings/home": Screen("settings/home", (
             Title("Home time zone"),
@@ -115,7 +131,13 @@ class ClockApp(App):
         search = ctx.runtime.fields.get("city_search", "").strip().lower()
         snooze = str(prefs.get("snooze_duration", "10"))
         local_now = local(now, device_zone)
+        silence = str(prefs.get("auto_silence", "10"))
+        crescendo = str(prefs.get("alarm_crescendo_duration", "0"))
         return {
+            "silence_label": dict(SILENCE_CHOICES).get(silence, silence),
+            **{f"silence_is_{value}": silence == value for value, _label in SILENCE_CHOICES},
+            "crescendo_label": dict(CRESCENDO_CHOICES).get(crescendo, crescendo),
+            **{f"crescendo_is_{value}": crescendo == value for value, _label in CRESCENDO_CHOICES},
             "now": local_now.strftime("%H:%M"),
             "today": local_now.strftime("%a, %b %d").replace(" 0", " "),
             "local_city": city_name(device_zone),
@@ -155,6 +177,14 @@ class ClockApp(App):
 
     def tap_toggle_auto_home(self, ctx: AppContext, arg: str) -> None:
         ctx.put_pref(PREFS, "automatic_home_clock", ctx.prefs(PREFS).get("automatic_home_clock", True) is not True)
+
+    def tap_set_silence(self, ctx: AppContext, minutes: str) -> None:
+        ctx.put_pref(PREFS, "auto_silence", minutes)
+        ctx.runtime.stack.pop()
+
+    def tap_set_crescendo(self, ctx: AppContext, seconds: str) -> None:
+        ctx.put_pref(PREFS, "alarm_crescendo_duration", seconds)
+        ctx.runtime.stack.pop()
 
     def tap_set_snooze(self, ctx: AppContext, minutes: str) -> None:
         ctx.put_pref(PREFS, "snooze_duration", minutes)

@@ -17,7 +17,7 @@ from ..phone_numbers import digits
 from ..providers.base import ContentError
 from ..providers.telephony import thread_addresses
 from ..sqlitefile import open_db
-from ..ui import Button, Each, Row, Text, Title
+from ..ui import Button, Each, Row, Switch, Text, Title
 from .model import App, AppContext, Screen
 
 PACKAGE = "com.google.android.apps.messaging"
@@ -69,6 +69,14 @@ class MessagesApp(App):
             Button("Unpin", "unpin", when="conv_pinned"),
             Button("Archive", "archive", when="!conv_archived"),
             Button("Unarchive", "unarchive", when="conv_archived"),
+            Button("Details", "go", arg="details", desc="Conversation details"),
+        )),
+        # A conversation's notifications are its own `notification_enabled` column (1 on, 0 muted).
+        "details": Screen("details", (
+            Title("Details"),
+            Text("{conv_title}"),
+            Switch("Notifications", checked="conv_notifications", on_tap="toggle_notifications"),
+            Row("Block & report spam"),
         )),
         "archived": Screen("archived", (
             Title("Archived"),
@@ -109,6 +117,7 @@ class MessagesApp(App):
             "conv_archived": bool(chosen and chosen["archived"]),
             "thread": [{"message_text": text, "message_desc": "You said" if sender == 0 else "They said"}
                        for text, sender in thread],
+            "conv_notifications": _notifications_on(ctx, current),
         }
 
     def tap_open_conversation(self, ctx: AppContext, conv_id: str) -> None:
@@ -130,6 +139,11 @@ class MessagesApp(App):
             db.execute("DELETE FROM conversation_pins WHERE conversation_id = ?", (ctx.state["conversation"],))
         ctx.state["pin_error"] = ""
 
+    def tap_toggle_notifications(self, ctx: AppContext, arg: str) -> None:
+        enabled = 0 if _notifications_on(ctx, int(ctx.state.get("conversation") or 0)) else 1
+        with open_db(ctx.phone.fs, ctx.private_path(DB), schema, recreate_corrupt=True) as db:
+            db.execute("UPDATE conversations SET notification_enabled = ? WHERE _id = ?", (enabled, ctx.state["conversation"]))
+
     def tap_archive(self, ctx: AppContext, arg: str) -> None:
         # Archiving from a conversation goes back to the list, as the app does.
         self._set_archive(ctx, ARCHIVED)
@@ -141,6 +155,12 @@ class MessagesApp(App):
     def _set_archive(self, ctx: AppContext, status: int) -> None:
         with open_db(ctx.phone.fs, ctx.private_path(DB), schema, recreate_corrupt=True) as db:
             db.execute("UPDATE conversations SET archive_status = ? WHERE _id = ?", (status, ctx.state["conversation"]))
+
+
+def _notifications_on(ctx: AppContext, conv: int) -> bool:
+    with open_db(ctx.phone.fs, ctx.private_path(DB), schema, recreate_corrupt=True) as db:
+        row = db.execute("SELECT notification_enabled FROM conversations WHERE _id = ?", (conv,)).fetchone()
+    return bool(row and row[0])
 
 
 def sync_from_telephony(phone) -> None:  # noqa: ANN001 - the Phone

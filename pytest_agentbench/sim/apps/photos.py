@@ -1,4 +1,7 @@
-"""Photos declared as data: a grid of MediaStore images, a viewer and an editor that crops to an aspect ratio.
+"""Photos declared as data: a grid of MediaStore images, a viewer and an editor that crops to an aspect ratio and rotates.
+
+"Rotate" turns the result a quarter clockwise per tap (four taps: back to upright); the crop is
+applied first, then the rotation.
 
 "Save copy" writes the crop as a new PNG next to the original (`NAME-edited.png`, then `-edited-2`,
 ...) and adds it to MediaStore, owned by Photos; the original is untouched. "Save" overwrites the
@@ -57,6 +60,7 @@ class PhotosApp(App):
             Title("Crop"),
             Image("Editing {photo_title}"),
             *(Radio(name, checked=f"aspect_is_{index}", on_tap="choose_aspect", arg=name) for index, name in enumerate(ASPECTS)),
+            Button("Rotate", "rotate", desc="Rotate 90 degrees clockwise"),
             Text("Result: {result_dims}"),
             Button("Save copy", "save_copy"),
             Button("Save", "save_over"),
@@ -65,7 +69,7 @@ class PhotosApp(App):
     }
 
     def initial_state(self) -> dict[str, object]:
-        return {"photo": 0, "aspect": "Original", "saved_note": ""}
+        return {"photo": 0, "aspect": "Original", "saved_note": "", "turns": 0}
 
     def _photos(self, ctx: AppContext) -> list[dict[str, object]]:
         return ctx.phone.content_query(IMAGES, ["_id", "_data", "_display_name", "width", "height"],
@@ -76,6 +80,9 @@ class PhotosApp(App):
         current = next((photo for photo in photos if photo["_id"] == ctx.state.get("photo")), None)
         width, height = (int(current["width"] or 0), int(current["height"] or 0)) if current else (0, 0)
         _left, _top, result_w, result_h = crop_box(width, height, ASPECTS[str(ctx.state.get("aspect"))])
+        turns = int(ctx.state.get("turns") or 0)
+        if turns % 2:
+            result_w, result_h = result_h, result_w
         return {
             "has_photos": bool(photos),
             "photos": [{"photo_id": str(photo["_id"]), "photo_name": photo["_display_name"],
@@ -91,8 +98,11 @@ class PhotosApp(App):
         ctx.navigate("viewer")
 
     def tap_edit(self, ctx: AppContext, arg: str) -> None:
-        ctx.state["aspect"] = "Original"
+        ctx.state.update(aspect="Original", turns=0)
         ctx.navigate("editor")
+
+    def tap_rotate(self, ctx: AppContext, arg: str) -> None:
+        ctx.state["turns"] = (int(ctx.state.get("turns") or 0) + 1) % 4
 
     def tap_choose_aspect(self, ctx: AppContext, name: str) -> None:
         ctx.state["aspect"] = name
@@ -128,7 +138,12 @@ class PhotosApp(App):
     def _write_crop(self, ctx: AppContext, original: dict[str, object], target: str) -> int:
         width, height = int(original["width"] or 0), int(original["height"] or 0)
         _left, top, new_width, new_height = crop_box(width, height, ASPECTS[str(ctx.state.get("aspect"))])
-        ctx.phone.fs.write(target, photo_png(new_width, new_height, top=top, full_height=height), mode=0o660)
+        if int(ctx.state.get("turns") or 0) % 2:  # a quarter turn: the crop's sides swap
+            data = photo_png(new_height, new_width)
+            new_width, new_height = new_height, new_width
+        else:
+            data = photo_png(new_width, new_height, top=top, full_height=height)
+        ctx.phone.fs.write(target, data, mode=0o660)
         provider = ctx.phone.providers["media"]
         with provider.connect(ctx.phone) as connection:
             media_id = scan_file(ctx.phone, connection, target, owner=PACKAGE)

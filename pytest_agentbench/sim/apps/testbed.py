@@ -6,6 +6,8 @@
   every process start, `I Courier : Parcel AB-<n> is ready: pickup code <code>`.
 * Its background sync holds the wake lock `Testbed:SyncWorker` (PARTIAL) for as long as the app
   may run in the background: restricting it (RUN_ANY_IN_BACKGROUND `ignore`) releases it.
+* QA flows with planted bugs (testbed_qa.py: a form and a shop; testbed_tasks.py: a to-do list
+  whose bugs show only under a swipe), each use written to `files/events.jsonl`.
 * The app is debuggable (a debug build, like the Playground), so preflight can seed and read its
   storage with `run-as` on user builds too; reading that storage is still a shell move.
 """
@@ -18,6 +20,7 @@ from ..system.appops import IGNORE
 from ..ui import Row, Text, Title
 from .model import App, AppContext, Screen
 from .testbed_qa import QA_SCREENS, QaFlows, qa_derived, qa_initial_state
+from .testbed_tasks import TASK_SCREENS, TaskFlows, tasks_derived
 
 PACKAGE = "dev.agentbench.testbed"
 DEEP_LINK_PREFIX = "agentbench://testbed/"
@@ -30,7 +33,7 @@ def new_code() -> str:
     return f"{secrets.randbelow(900_000) + 100_000}"
 
 
-class TestbedApp(QaFlows, App):
+class TestbedApp(TaskFlows, QaFlows, App):
     package = PACKAGE
     label = "Testbed"
     activity = f"{PACKAGE}.MainActivity"
@@ -48,6 +51,7 @@ class TestbedApp(QaFlows, App):
             Row("Pickup", on_tap="go", arg="pickup", summary="Your order's pickup code"),
             Row("Forms QA", on_tap="go", arg="forms", summary="Create an account"),
             Row("Shop QA", on_tap="go", arg="shop", summary="A small shop with a cart"),
+            Row("Tasks QA", on_tap="go", arg="tasks", summary="A to-do list"),
         )),
         "pickup": Screen("pickup", (
             Title("Pickup"),
@@ -56,6 +60,7 @@ class TestbedApp(QaFlows, App):
             Text("Show this code at the counter"),
         )),
         **QA_SCREENS,
+        **TASK_SCREENS,
     }
 
     def initial_state(self) -> dict[str, object]:
@@ -71,7 +76,7 @@ class TestbedApp(QaFlows, App):
         ctx.log("Courier", f"Parcel AB-{parcel} is ready: pickup code {prefs['courier_code']}")
 
     def derived(self, ctx: AppContext) -> dict[str, object]:
-        return {"pickup_code": str(ctx.prefs(PREFS).get("pickup_code", "")), **qa_derived(ctx)}
+        return {"pickup_code": str(ctx.prefs(PREFS).get("pickup_code", "")), **qa_derived(ctx), **tasks_derived(ctx)}
 
     def redirect(self, ctx: AppContext, route: str) -> str:
         # Every screen the app shows is a use worth recording.
