@@ -226,9 +226,9 @@ class AgentbenchOptions:
             raise pytest.UsageError("--agentbench-repeat runs suites; --agentbench-from-result re-renders saved runs: use one of them")
         compare = config.getoption("agentbench_compare")
         prove = bool(config.getoption("agentbench_prove"))
-        if prove and (dry_run or record_baseline or config.getoption("agentbench_from_result") or repeat > 1):
+        if prove and (dry_run or record_baseline or config.getoption("agentbench_from_result")):
             raise pytest.UsageError("--agentbench-prove drives the device without an agent: it cannot be combined with "
-                                    "--agentbench-dry-run, --agentbench-record-baseline, --agentbench-from-result or --agentbench-repeat")
+                                    "--agentbench-dry-run, --agentbench-record-baseline or --agentbench-from-result")
         requested = config.getoption("agentbench_sandbox") or "auto"
         if dry_run or prove or config.getoption("agentbench_from_result"):
             # No agent runs: nothing to confine, and no probe.

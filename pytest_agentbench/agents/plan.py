@@ -57,6 +57,21 @@ class Plan:
     #: Seconds to pause before every tool call and before the final answer, standing in for a
     #: model's latency (`thinkSeconds`); 0 replays as fast as the server answers.
     think_seconds: float = 0.0
+    #: `fromPrompt:` values read off the prompt, as a model reads its task: a seeded instance's
+    #: drawn values (the city, the code) reach the replay only through the prompt it is given.
+    from_prompt: tuple[Capture, ...] = ()
+
+    def prompt_values(self, prompt: str) -> tuple[dict[str, str], list[str]]:
+        """The `fromPrompt:` values found in `prompt`, and one sentence per pattern that matched nothing."""
+        found: dict[str, str] = {}
+        missing: list[str] = []
+        for capture in self.from_prompt:
+            value = capture.find(prompt)
+            if value is None:
+                missing.append(f"fromPrompt.{capture.name}: /{capture.pattern}/ matched nothing in the prompt")
+            else:
+                found[capture.name] = value
+        return found, missing
 
     @property
     def tool_steps(self) -> tuple[ToolStep, ...]:
@@ -117,11 +132,13 @@ def parse_plan(data: Any, source: Path) -> Plan:
     problems: list[str] = []
     if not isinstance(data, Mapping):
         raise SuiteError(source, f"a plan must be a mapping with 'steps' and 'final', got {type(data).__name__}")
-    unknown = sorted(set(data) - {"steps", "final", "packageName", "thinkSeconds"})
+    unknown = sorted(set(data) - {"steps", "final", "packageName", "thinkSeconds", "fromPrompt"})
     if unknown:
         problems.append(
-            f"unknown key(s) {', '.join(map(repr, unknown))}; a plan has 'steps', 'final' and optional 'packageName', 'thinkSeconds'"
+            f"unknown key(s) {', '.join(map(repr, unknown))}; a plan has 'steps', 'final' and optional 'packageName', "
+            "'thinkSeconds', 'fromPrompt'"
         )
+    from_prompt = _from_prompt(data.get("fromPrompt"), problems)
     think = data.get("thinkSeconds", 0)
     if isinstance(think, bool) or not isinstance(think, (int, float)) or not 0 <= think <= MAX_WAIT_SECONDS:
         problems.append(f"thinkSeconds: expected seconds between 0 and {MAX_WAIT_SECONDS} (the pause before each step), got {think!r}")
@@ -143,7 +160,27 @@ def parse_plan(data: Any, source: Path) -> Plan:
             steps.append(step)
     if problems:
         raise SuiteError(source, problems)
-    return Plan(source=source, steps=tuple(steps), final=final, package_name=package_name, think_seconds=float(think))
+    return Plan(source=source, steps=tuple(steps), final=final, package_name=package_name, think_seconds=float(think),
+                from_prompt=from_prompt)
+
+
+def _from_prompt(raw: Any, problems: list[str]) -> tuple[Capture, ...]:
+    """`fromPrompt: {name: REGEX}`: each name becomes `{name}`, the regex's last match in the prompt (its first group)."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, Mapping) or not raw:
+        problems.append(f"fromPrompt: expected a mapping of placeholder names to regular expressions, got {raw!r}")
+        return ()
+    captures = []
+    for name, pattern in raw.items():
+        if name in PLACEHOLDERS:
+            problems.append(f"fromPrompt.{name}: expected a name other than the built-in {{device}} and {{packageName}}")
+            continue
+        found = capture_problems({"name": name, "pattern": pattern}, f"fromPrompt.{name}")
+        problems += found
+        if not found:
+            captures.append(Capture(name, pattern))
+    return tuple(captures)
 
 
 def _parse_step(raw: Any, where: str, problems: list[str]) -> Step | None:

@@ -53,6 +53,8 @@ class ReplayRun:
     writer: StreamWriter
     max_turns: int | None
     environ: Mapping[str, str]
+    #: The task as given on stdin; the plan's `fromPrompt:` reads a seeded instance's values off it.
+    prompt: str = ""
 
     async def play(self) -> int:
         """Play the plan; returns the exit status."""
@@ -62,6 +64,10 @@ class ReplayRun:
         device = await self.connection.pinned_device() if needs_device else None
         values: dict[str, str | None] = {"device": device,
                                          "packageName": self.plan.package_name or suite_package_name(self.environ)}
+        from_prompt, missing = self.plan.prompt_values(self.prompt)
+        for problem in missing:
+            self.connection.warn(problem)
+        values.update(from_prompt)
         for number, step in enumerate(self.plan.steps, start=1):
             if isinstance(step, WaitStep):
                 await anyio.sleep(step.seconds)
@@ -210,7 +216,7 @@ def run(argv: list[str], *, stdin: TextIO, stdout: TextIO, stderr: TextIO, envir
         program=PROGRAM,
         device_hint=serial_from_system_prompt(args.get("append-system-prompt")),
     )
-    replay = ReplayRun(connection=connection, plan=plan, writer=writer, max_turns=max_turns, environ=environ)
+    replay = ReplayRun(connection=connection, plan=plan, writer=writer, max_turns=max_turns, environ=environ, prompt=prompt)
     timeout_s = connect_timeout(environ)
     status = anyio.run(_play, replay, cwd, timeout_s)
     if output_format != "stream-json":

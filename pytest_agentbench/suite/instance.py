@@ -74,3 +74,40 @@ def item_name(suite: Suite, *, repeats: int) -> str:
     if instance is None or (repeats <= 1 and not instance.values):
         return suite.name
     return f"{suite.name}[{instance.id}]"
+
+
+def prove_item_name(suite: Suite, scenario: str, *, repeats: int) -> str:
+    """The pytest item name of one prove scenario of an instance: `wifi-on[prove-pass]`, or with the
+    instance id first when the suite has params or there are repeats (`clock-world-clock[r2-1f2e3d4c-prove-fresh]`)."""
+    instance = suite.instance
+    if instance is None or (repeats <= 1 and not instance.values):
+        return f"{suite.name}[{scenario}]"
+    return f"{suite.name}[{instance.id}-{scenario}]"
+
+
+def instance_label(suite_name: str, instance: Mapping[str, Any] | Instance | None) -> str:
+    """How reports name a run's instance: `clock-world-clock[city=Tokyo,snooze=20]` (the drawn values),
+    `bug-repro[r3]` for a repeat of a suite without params, or the bare name without an instance.
+
+    Takes a loaded Instance or result.json's `instance` block, so the terminal, JSON and HTML
+    reports name instances alike. The seed is not in the label: show it beside (`instance_seed_text`).
+    """
+    if instance is None:
+        return suite_name
+    if isinstance(instance, Instance):
+        values: Mapping[str, Any] = instance.values
+        repeat: Any = instance.repeat
+    else:
+        values = instance.get("values") or {}
+        repeat = instance.get("repeat")
+    if values:
+        return f"{suite_name}[{params.values_text(values)}]"
+    return f"{suite_name}[r{repeat}]" if repeat else suite_name
+
+
+def instance_seed_text(instance: Mapping[str, Any] | Instance | None) -> str:
+    """`seed 7, r3`: what reruns exactly this instance (`--agentbench-seed 7`, the third repeat); empty without an instance."""
+    if instance is None:
+        return ""
+    seed, repeat = (instance.seed, instance.repeat) if isinstance(instance, Instance) else (instance.get("seed"), instance.get("repeat"))
+    return f"seed {seed}, r{repeat}"
