@@ -44,7 +44,9 @@ def instantiate(suite: Suite, *, seed: int = DEFAULT_SEED, repeat: int = 1, valu
     else:
         params.instance_values(None, seed=seed, suite=declared.name, repeat=repeat)  # the same checks of seed and repeat
         values = dict(values)
-    instance = Instance(repeat=repeat, seed=seed, id=params.instance_id(repeat, values), values=values)
+    shown = params.shown_values(declared.raw.get("params"), values)
+    instance = Instance(repeat=repeat, seed=seed, id=params.instance_id(repeat, values), values=values,
+                        shown=shown if shown.keys() != values.keys() else {})
     if not values:
         return replace(declared, instance=instance, template=declared)
     data = fill_mapping(declared.raw, values)
@@ -95,13 +97,11 @@ def instance_label(suite_name: str, instance: Mapping[str, Any] | Instance | Non
     if instance is None:
         return suite_name
     if isinstance(instance, Instance):
-        values: Mapping[str, Any] = instance.values
-        repeat: Any = instance.repeat
+        text, repeat = instance.values_text, instance.repeat
     else:
-        values = instance.get("values") or {}
-        repeat = instance.get("repeat")
-    if values:
-        return f"{suite_name}[{params.values_text(values)}]"
+        text, repeat = instance.get("label") or params.values_text(instance.get("values") or {}), instance.get("repeat")
+    if text:
+        return f"{suite_name}[{text}]"
     return f"{suite_name}[r{repeat}]" if repeat else suite_name
 
 

@@ -271,6 +271,17 @@ def _record_fields(spec: Mapping[str, Any]) -> list[str]:
     return []
 
 
+def shown_values(declaration: Mapping[str, Any] | None, values: Mapping[str, str | int]) -> dict[str, str | int]:
+    """Param name -> the value a reader sees: a record choice by its field of the param's own name, else its first field."""
+    shown: dict[str, str | int] = {}
+    for name, spec in (declaration or {}).items():
+        fields = _record_fields(spec) if isinstance(spec, Mapping) else []
+        main = name if name in fields or not fields else fields[0]
+        if main in values:
+            shown[name] = values[main]
+    return shown
+
+
 def value_names(declaration: Mapping[str, Any] | None) -> tuple[str, ...]:
     """The placeholder names a declaration draws: each param's name, or a record choice's field names in its place."""
     names: list[str] = []
@@ -521,11 +532,14 @@ class Instance:
     seed: int
     id: str
     values: Mapping[str, str | int] = field(default_factory=dict)
+    #: What a reader needs to tell instances apart: param name -> value, a record choice shown by
+    #: its main field (`city=Tokyo`, not its id and time zone); empty means `values`.
+    shown: Mapping[str, str | int] = field(default_factory=dict)
 
     @property
     def values_text(self) -> str:
         """The drawn values as `city=Tokyo,snooze=20` (declaration order); empty without params."""
-        return values_text(self.values)
+        return values_text(self.shown or self.values)
 
     def to_json(self) -> dict[str, Any]:
         """The `instance` block of result.json; `label` is the values as `city=Tokyo,snooze=20` (see suite.instance.instance_label)."""
