@@ -251,6 +251,10 @@ def rule_problems(declaration: Mapping[str, Any], where: str = "params") -> list
             problems.append(f"{where}.{name}: expected a name other than the built-in placeholders {built_in}")
         if isinstance(name, str) and spec_validator.is_valid(spec):
             problems += _spec_rules(f"{where}.{name}", spec)
+            if _record_fields(spec):
+                plain = [other for other, other_spec in declaration.items()
+                         if isinstance(other_spec, Mapping) and not _record_fields(other_spec)]
+                problems += placeholder_problems(spec["values"], tuple(plain), where=f"{where}.{name}.values", keep=())
             for field_name in _record_fields(spec):
                 if field_name in RESERVED:
                     problems.append(f"{where}.{name}.values: expected field names other than the built-in placeholders {built_in}")
@@ -408,11 +412,15 @@ def instance_values(declaration: Mapping[str, Any] | None, *, seed: int, suite: 
     if problems:
         raise ValueError("params: invalid declaration: " + "; ".join(problems))
     drawn: dict[str, str | int] = {}
+    records: dict[str, str | int] = {}
     for name, spec in declaration.items():
         value = _generate(spec, _stream(seed, suite, repeat, name))
         # A record choice draws its fields together (a city and its id): each field is a value.
-        drawn.update(value if isinstance(value, Mapping) else {name: value})
-    return drawn
+        (records if isinstance(value, Mapping) else drawn).update(value if isinstance(value, Mapping) else {name: value})
+    # A record's field may name another param (`first: "{pinNumber}"`: which drawn number comes
+    # first), so a record can order or pair values drawn elsewhere.
+    filled = {key: fill(value, drawn).value for key, value in records.items()}
+    return {name: filled.get(name, drawn.get(name)) for name in value_names(declaration)}  # type: ignore[misc]
 
 
 def instance_id(repeat: int, values: Mapping[str, Any]) -> str:
@@ -514,9 +522,8 @@ def placeholder_problems(value: Any, names: Mapping[str, Any] | tuple[str, ...],
         for name in sorted({m.group(1) for m in PLACEHOLDER_RE.finditer(text)} - set(allowed)):
             hint = difflib.get_close_matches(name, allowed, n=1)
             guess = f" (did you mean {{{hint[0]}}}?)" if hint else ""
-            problems.append(
-                f"{path}: unknown placeholder {{{name}}}{guess}; expected a declared param ({choices}) or {built_in}"
-            )
+            also = f" or {built_in}" if built_in else ""
+            problems.append(f"{path}: unknown placeholder {{{name}}}{guess}; expected a declared param ({choices}){also}")
     return problems
 
 
