@@ -10,6 +10,7 @@ filled mapping, so nothing downstream needs to know about params. The run-time p
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -50,9 +51,44 @@ def instantiate(suite: Suite, *, seed: int = DEFAULT_SEED, repeat: int = 1, valu
     if not values:
         return replace(declared, instance=instance, template=declared)
     data = fill_mapping(declared.raw, values)
+    problems = filled_seed_problems(data)
+    if problems:
+        raise ValueError(f"{declared.name}: instance {instance.id} draws seed values a phone cannot take: " + "; ".join(problems))
     prompt_text = params.fill(declared.prompt_text, values).value
     built = build_suite(declared.path, data, declared.line, declared.app, declared.prompt_path, prompt_text)
     return replace(built, instance=instance, template=declared)
+
+
+_PHONE_NUMBER = re.compile(r"^\+?[0-9]{3,15}$")
+_PHOTO_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*\.png$")
+
+
+def filled_seed_problems(data: Mapping[str, Any]) -> list[str]:
+    """The seed values a filled suite mapping gives (preflight and prove `seed` steps), checked as the schema checks literal ones.
+
+    The schema lets a seed's number, photo name and size be a `{param}`; once drawn, each must be
+    what the phone takes: a phone number, a .png name, a side of 1 to 4096 pixels.
+    """
+    preflight = data.get("preflight") if isinstance(data.get("preflight"), Mapping) else {}
+    entries = [(f"preflight.seed[{index}]", entry) for index, entry in enumerate(preflight.get("seed") or [])]
+    prove = data.get("prove") if isinstance(data.get("prove"), Mapping) else {}
+    for where, scenario in [("prove.pass", prove.get("pass")), *((f"prove.fail[{i}]", f) for i, f in enumerate(prove.get("fail") or []))]:
+        for index, step in enumerate((scenario or {}).get("steps") or []):
+            if isinstance(step, Mapping) and "seed" in step:
+                entries.append((f"{where}.steps[{index}].seed", step["seed"]))
+    problems = []
+    for where, entry in entries:
+        sms, photo = (entry.get("sms"), entry.get("photo")) if isinstance(entry, Mapping) else (None, None)
+        if isinstance(sms, Mapping) and not _PHONE_NUMBER.match(str(sms.get("from"))):
+            problems.append(f"{where}.sms.from: expected a phone number of digits, got {sms.get('from')!r}")
+        if isinstance(photo, Mapping):
+            if not _PHOTO_NAME.match(str(photo.get("name"))):
+                problems.append(f"{where}.photo.name: expected a file name ending in .png, got {photo.get('name')!r}")
+            for side in ("width", "height"):
+                value = str(photo.get(side))
+                if not value.isdigit() or not 1 <= int(value) <= 4096:
+                    problems.append(f"{where}.photo.{side}: expected an integer from 1 to 4096, got {photo.get(side)!r}")
+    return problems
 
 
 def fill_mapping(raw: Mapping[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
