@@ -57,7 +57,7 @@ class SuiteFile(pytest.File):
         # A bad suite is the user's file, not our code: show the problems, not a traceback.
         if isinstance(excinfo.value, SuiteError):
             return str(excinfo.value)
-        return super().repr_failure(excinfo, style)
+        return super().repr_failure(excinfo)
 
 
 def failure_text(error: AgentbenchError, tbstyle: str) -> str:

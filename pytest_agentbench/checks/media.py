@@ -57,15 +57,20 @@ class Spec:
         return "; ".join(parts)
 
 
+def _pixels(value: Any) -> int | None:
+    # A seeded instance fills a `{param}` as text ("800"); the schema let only that or an integer through.
+    return int(value) if isinstance(value, str) else value
+
+
 def parse(entry: Mapping[str, Any]) -> Spec:
     """A validated `verify.device` entry -> Spec."""
     original = entry.get("original") or {}
     added = entry.get("added") or {}
     return Spec(
         name=entry["name"], uri=entry.get("uri", IMAGES_URI),
-        original_name=original.get("displayName"), original_width=original.get("width"),
-        original_height=original.get("height"), added_count=added.get("count", 1),
-        square=bool(added.get("square", False)), max_side=added.get("maxSide"), min_side=added.get("minSide"),
+        original_name=original.get("displayName"), original_width=_pixels(original.get("width")),
+        original_height=_pixels(original.get("height")), added_count=added.get("count", 1),
+        square=bool(added.get("square", False)), max_side=_pixels(added.get("maxSide")), min_side=_pixels(added.get("minSide")),
         tolerance_px=entry.get("tolerancePx", 1),
     )
 
