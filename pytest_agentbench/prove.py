@@ -160,6 +160,8 @@ async def _play(steps: tuple[ProveStep, ...], device: ClaimedDevice, suite: Suit
                     return f"step {number} ({step.describe()}) exited {result.exit_code}: {text[:300]}"
             else:
                 tool = step.tool.removeprefix(f"mcp__{SERVER_NAME}__")  # type: ignore[union-attr]
+                for _ in range(step.times - 1):
+                    await client.call_tool(tool, fill_placeholders(dict(step.args), values))
                 answer = await client.call_tool(tool, fill_placeholders(dict(step.args), values))
                 text = "\n".join(getattr(block, "text", "") for block in answer.content)
                 ok = bool(answer.is_error) == step.expect_error

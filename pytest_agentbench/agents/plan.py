@@ -34,6 +34,9 @@ class ToolStep:
     args: dict
     expect_error: bool = False
     capture: Capture | None = None
+    #: How many times the call is made in a row: a number, or `{name}` read off the prompt
+    #: ("add 4 notebooks") when the instance draws the count.
+    times: int | str = 1
 
 
 @dataclass(frozen=True)
@@ -196,9 +199,15 @@ def _parse_step(raw: Any, where: str, problems: list[str]) -> Step | None:
             problems.append(f"{where}.wait: expected seconds between 0 and {MAX_WAIT_SECONDS}, got {seconds!r}")
             return None
         return WaitStep(float(seconds))
-    extra = sorted(set(raw) - {"tool", "args", "expect_error", "capture"})
+    extra = sorted(set(raw) - {"tool", "args", "expect_error", "capture", "times"})
     if extra:
-        problems.append(f"{where}: unknown key(s) {', '.join(map(repr, extra))}; a tool step has 'tool', 'args', 'expect_error', 'capture'")
+        problems.append(f"{where}: unknown key(s) {', '.join(map(repr, extra))}; a tool step has 'tool', 'args', 'expect_error', "
+                        "'capture', 'times'")
+    times = raw.get("times", 1)
+    if not ((isinstance(times, int) and not isinstance(times, bool) and 1 <= times <= 50)
+            or (isinstance(times, str) and _NAME_PATTERN.fullmatch(times))):
+        problems.append(f"{where}.times: expected a count from 1 to 50 or one {{name}}, got {times!r}")
+        times = 1
     capture = None
     if "capture" in raw:
         found = capture_problems(raw["capture"], f"{where}.capture")
@@ -220,7 +229,7 @@ def _parse_step(raw: Any, where: str, problems: list[str]) -> Step | None:
     if not isinstance(expect_error, bool):
         problems.append(f"{where}.expect_error: expected true or false, got {expect_error!r}")
         ok = False
-    return ToolStep(tool=tool, args=dict(args), expect_error=expect_error, capture=capture) if ok else None
+    return ToolStep(tool=tool, args=dict(args), expect_error=expect_error, capture=capture, times=times) if ok else None
 
 
 def load_plan(path: str | Path) -> Plan:

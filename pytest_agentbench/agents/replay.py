@@ -74,8 +74,11 @@ class ReplayRun:
                 continue
             if self._turns_exhausted():
                 return 1
-            await self._think()
-            await self._call(number, step, values)
+            for _ in range(self._times(number, step, values)):
+                if self._turns_exhausted():
+                    return 1
+                await self._think()
+                await self._call(number, step, values)
         if self._turns_exhausted():
             return 1
         await self._think()
@@ -85,6 +88,16 @@ class ReplayRun:
         self.writer.text(final)
         self.writer.result_success(final)
         return 0
+
+    def _times(self, number: int, step: ToolStep, values: dict[str, str | None]) -> int:
+        """How many times to make a step's call: its count, or the `{name}` it names (read off the prompt)."""
+        if isinstance(step.times, int):
+            return step.times
+        text = fill_placeholders(step.times, values)
+        if text.isdigit() and 1 <= int(text) <= 50:
+            return int(text)
+        self.connection.warn(f"step {number}: times {step.times} is {text!r}, not a count from 1 to 50; calling once")
+        return 1
 
     async def _think(self) -> None:
         # The plan's thinkSeconds stands in for model latency before every action and the answer.
