@@ -204,9 +204,9 @@ def _parse_step(raw: Any, where: str, problems: list[str]) -> Step | None:
         problems.append(f"{where}: unknown key(s) {', '.join(map(repr, extra))}; a tool step has 'tool', 'args', 'expect_error', "
                         "'capture', 'times'")
     times = raw.get("times", 1)
-    if not ((isinstance(times, int) and not isinstance(times, bool) and 1 <= times <= 50)
+    if not ((isinstance(times, int) and not isinstance(times, bool) and 0 <= times <= 50)
             or (isinstance(times, str) and _NAME_PATTERN.fullmatch(times))):
-        problems.append(f"{where}.times: expected a count from 1 to 50 or one {{name}}, got {times!r}")
+        problems.append(f"{where}.times: expected a count from 0 to 50 or one {{name}}, got {times!r}")
         times = 1
     capture = None
     if "capture" in raw:

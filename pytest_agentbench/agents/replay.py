@@ -94,9 +94,9 @@ class ReplayRun:
         if isinstance(step.times, int):
             return step.times
         text = fill_placeholders(step.times, values)
-        if text.isdigit() and 1 <= int(text) <= 50:
+        if text.isdigit() and int(text) <= 50:
             return int(text)
-        self.connection.warn(f"step {number}: times {step.times} is {text!r}, not a count from 1 to 50; calling once")
+        self.connection.warn(f"step {number}: times {step.times} is {text!r}, not a count from 0 to 50; calling once")
         return 1
 
     async def _think(self) -> None:
