@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -92,7 +93,13 @@ def session(lab, project: Path, tmp: Path, *args: str):
     done = run_session(project, ["benchmark/", "--device", fleet.serials[0], "--agentbench-output", str(tmp / "out"),
                                  f"--junitxml={junit}", "-rA", *args], env)
     assert junit.exists(), done.stdout[-3000:] + done.stderr[-3000:]
-    return done, junit_cases(junit)
+    return done, {without_instance(name): case for name, case in junit_cases(junit).items()}
+
+
+def without_instance(name: str) -> str:
+    """`clock-world-clock[r1-26489d80]` -> `clock-world-clock`, `x[r1-Pro-prove-pass]` -> `x[prove-pass]`: one instance per suite here."""
+    name = re.sub(r"\[(?:r\d+-.*?-)?(prove-[^\]]+)\]$", r"[\1]", name)
+    return re.sub(r"\[r\d+(?:-[^\]]*)?\]$", "", name)
 
 
 def result_of(case) -> dict:
