@@ -58,8 +58,11 @@ class Spec:
 
 
 def _pixels(value: Any) -> int | None:
-    # A seeded instance fills a `{param}` as text ("800"); the schema let only that or an integer through.
-    return int(value) if isinstance(value, str) else value
+    # A seeded instance fills a `{param}` as text ("800"); the schema let only that or an integer
+    # through. The template's own `{param}` has no number yet (None: never judged, only watched).
+    if isinstance(value, str):
+        return int(value) if value.isdigit() else None
+    return value
 
 
 def parse(entry: Mapping[str, Any]) -> Spec:
