@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from pytest_agentbench.errors import SuiteError
 from pytest_agentbench.suite import params
 from pytest_agentbench.suite.params import Instance
 from pytest_agentbench.suite.load import Suite, build_suite, fillable
@@ -38,6 +39,7 @@ def instantiate(suite: Suite, *, seed: int = DEFAULT_SEED, repeat: int = 1, valu
 
     Raises:
         ValueError: A bad seed or repeat index (the suite itself was validated on load).
+        SuiteError: A drawn value a seed cannot take (a number that is no phone number).
     """
     declared = suite.declared
     if values is None:
@@ -53,7 +55,8 @@ def instantiate(suite: Suite, *, seed: int = DEFAULT_SEED, repeat: int = 1, valu
     data = fill_mapping(declared.raw, values)
     problems = filled_seed_problems(data)
     if problems:
-        raise ValueError(f"{declared.name}: instance {instance.id} draws seed values a phone cannot take: " + "; ".join(problems))
+        raise SuiteError(declared.path, [f"instance {instance.id} (seed {seed}) draws a seed value a phone cannot take: {problem}"
+                                         for problem in problems])
     prompt_text = params.fill(declared.prompt_text, values).value
     built = build_suite(declared.path, data, declared.line, declared.app, declared.prompt_path, prompt_text)
     return replace(built, instance=instance, template=declared)
