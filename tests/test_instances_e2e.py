@@ -67,3 +67,43 @@ def test_three_instances_of_every_suite_are_proven_with_fresh_and_fail_items_eac
             mine = {re.sub(rf"^\[r{repeat}(-.*?)?-(prove-)", r"\2", name[len(suite):]).rstrip("]")
                     for name in items if name[len(suite):].startswith((f"[r{repeat}-", f"[r{repeat}]"))}
             assert mine == scenarios, (suite, repeat, sorted(mine))
+
+
+# ----------------------------------------------------------------------------- a check one drawn instance passes with no action
+
+
+def test_a_check_that_one_drawn_instance_passes_with_no_action_fails_that_instance_and_names_its_seed(tmp_path: Path) -> None:
+    from checklab import lab_phone, lab_suite, write_project
+
+    from pytest_agentbench.suite.params import instance_values
+
+    declaration = {"photo": {"type": "choice", "values": ["beach.png", "absent.png"]}}
+    # The lab phone has beach.png before anything runs: an instance that draws it passes with no action.
+    listed = {"kind": "content", "name": "photo-listed", "uri": "content://media/external/images/media",
+              "projection": ["_display_name"], "match": {"_display_name": "{photo}"}}
+    suite = lab_suite("lab-seeded", params=declaration, verify={"answerIncludes": ["LAB: done"], "device": [listed]},
+                      prove={"pass": {"steps": [], "answer": "LAB: done"}})
+    project = write_project(tmp_path / "project", {"lab-seeded": suite})
+    drawn = {repeat: instance_values(declaration, seed=4, suite="lab-seeded", repeat=repeat)["photo"] for repeat in (1, 2, 3, 4)}
+    assert set(drawn.values()) == {"beach.png", "absent.png"}, drawn  # seed 4 draws both within four instances
+    (tmp_path / "adb").mkdir()
+    with one_simulated_phone(tmp_path / "adb", lab_phone) as lab:
+        server, fleet = lab
+        junit = tmp_path / "junit.xml"
+        done = run_session(project, ["benchmark/", "--device", fleet.serials[0], "--agentbench-output", str(tmp_path / "out"),
+                                     f"--junitxml={junit}", "-rA", "--agentbench-prove", "--agentbench-repeat", "4",
+                                     "--agentbench-seed", "4", "-k", "prove-fresh"],
+                           session_env(server.port, tmp_path / "claims", COLUMNS="200"))
+    cases = junit_cases(junit)
+    assert len(cases) == 4, done.stdout[-3000:]
+    for repeat, photo in drawn.items():
+        (name,) = [name for name in cases if name.startswith(f"lab-seeded[r{repeat}-")]
+        case = cases[name]
+        if photo == "absent.png":
+            assert case.outcome == "passed", case.message
+            continue
+        assert case.outcome == "failure", done.stdout[-3000:]
+        assert "the suite passes with no action" in case.message
+        assert f"(instance lab-seeded[photo=beach.png], seed 4, r{repeat})" in case.message
+        assert (f"rerun this instance: pytest 'benchmark/agent/suites/lab-seeded.yml::{name}' --agentbench-prove "
+                f"--agentbench-seed 4 --agentbench-repeat {repeat}") in case.text
