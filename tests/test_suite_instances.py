@@ -76,6 +76,7 @@ def test_an_instance_is_labelled_by_its_drawn_values_and_seed() -> None:
     assert instance_label("clock-world-clock", suite.instance.to_json()) == label
     assert instance_label("wifi-on", None) == "wifi-on"
     assert instance_label("wifi-on", {"repeat": 3, "values": {}}) == "wifi-on[r3]"
+    assert instance_label("wifi-on", {"repeat": 1, "values": {}}) == "wifi-on"
 
 
 # ----------------------------------------------------------------------------- record choices, drawn seeds, plan keys

@@ -12,6 +12,7 @@ from tabulate import tabulate
 from pytest_agentbench.baseline.compare import FLAG_ABBREVIATIONS, format_number
 from pytest_agentbench.report.document import verdict_status
 from pytest_agentbench.report.text import render_metric_details
+from pytest_agentbench.suite.instance import instance_label
 
 
 _VERDICT_WORDS = {"passed": "pass", "failed": "FAIL", "incomplete": "INCOMP"}
@@ -114,7 +115,7 @@ def render_summary_table(results: Sequence[Mapping[str, Any]], *, width: int = 8
         metrics = result.get("metrics") or {}
         rows.append(
             [
-                str(result.get("suite") or "?"),
+                instance_label(str(result.get("suite") or "?"), result.get("instance")),
                 verdict_word(result),
                 _wall(metrics.get("wallClockSeconds")),
                 str(metrics.get("toolCalls", "-")),

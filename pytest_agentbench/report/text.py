@@ -10,6 +10,7 @@ from tabulate import tabulate
 
 from pytest_agentbench.baseline.compare import format_delta, format_number
 from pytest_agentbench.report.document import verdict_status
+from pytest_agentbench.suite.instance import instance_label, instance_seed_text
 
 if TYPE_CHECKING:
     from pytest_agentbench.audit.transcript import Transcript
@@ -161,7 +162,9 @@ def render_text_report(result: Mapping[str, Any], *, current_scoring_code: str |
         outcome and run dir.
     """
     verdict = result.get("verdict") or {}
-    lines = [f"{result.get('suite', '?')}: {verdict_status(result).upper()}"]
+    instance = result.get("instance")
+    seed = f" ({instance_seed_text(instance)})" if instance and instance.get("values") else ""
+    lines = [f"{instance_label(str(result.get('suite', '?')), instance)}{seed}: {verdict_status(result).upper()}"]
     lines += [f"  - {reason}" for reason in verdict.get("reasons") or []]
     recorded = ((result.get("rerendered") or {}).get("verdictWhenRecorded") or {}).get("status")
     if recorded and recorded != verdict_status(result):

@@ -128,7 +128,7 @@ def prove_item_name(suite: Suite, scenario: str, *, repeats: int) -> str:
 
 def instance_label(suite_name: str, instance: Mapping[str, Any] | Instance | None) -> str:
     """How reports name a run's instance: `clock-world-clock[city=Tokyo,snooze=20]` (the drawn values),
-    `bug-repro[r3]` for a repeat of a suite without params, or the bare name without an instance.
+    `bug-repro[r3]` for a later repeat of a suite without params, else the bare name.
 
     Takes a loaded Instance or result.json's `instance` block, so the terminal, JSON and HTML
     reports name instances alike. The seed is not in the label: show it beside (`instance_seed_text`).
@@ -141,7 +141,8 @@ def instance_label(suite_name: str, instance: Mapping[str, Any] | Instance | Non
         text, repeat = instance.get("label") or params.values_text(instance.get("values") or {}), instance.get("repeat")
     if text:
         return f"{suite_name}[{text}]"
-    return f"{suite_name}[r{repeat}]" if repeat else suite_name
+    # A suite without params: its first run keeps the plain name, as its node id does.
+    return f"{suite_name}[r{repeat}]" if isinstance(repeat, int) and repeat > 1 else suite_name
 
 
 def instance_seed_text(instance: Mapping[str, Any] | Instance | None) -> str:
