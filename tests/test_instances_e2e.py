@@ -10,12 +10,13 @@ from pathlib import Path
 import pytest
 import yaml
 from adbserver import PrivateAdbServer, one_simulated_phone
-from fakeagents import BENCHMARK, REPO, junit_cases, run_session, session_env
+from fakeagents import BENCHMARK, REPO, junit_cases, pytest_argv, run_in_own_group, run_session, session_env
 
 from pytest_agentbench.sim.fleet import SimFleet
 
 ALL_SUITES = tuple(sorted(path.stem for path in (BENCHMARK / "suites").glob("*.yml")))
 REPEATS = 3
+SESSION_TIMEOUT_S = 1800
 
 
 @pytest.fixture(scope="module")
@@ -29,8 +30,10 @@ def session(lab, tmp: Path, *args: str):
     tmp.mkdir(parents=True, exist_ok=True)
     junit = tmp / "junit.xml"
     env = session_env(server.port, tmp / "claims", COLUMNS="200")
-    done = run_session(REPO, ["benchmark/", "--device", fleet.serials[0], "--agentbench-output", str(tmp / "out"),
-                              f"--junitxml={junit}", "-rA", "--agentbench-repeat", str(REPEATS), *args], env)
+    # Three instances of every suite, proven, is some 300 items: longer than one ordinary session.
+    done = run_in_own_group(pytest_argv("benchmark/", "--device", fleet.serials[0], "--agentbench-output", str(tmp / "out"),
+                                        f"--junitxml={junit}", "-rA", "--agentbench-repeat", str(REPEATS), *args),
+                            cwd=REPO, env=env, timeout_s=SESSION_TIMEOUT_S)
     assert junit.exists(), done.stdout[-3000:] + done.stderr[-3000:]
     return done, junit_cases(junit)
 
