@@ -29,7 +29,7 @@ from adbserver import PrivateAdbServer, one_simulated_phone
 from fakeagents import BENCHMARK, CORE_JOBS, MIXED_JOBS, REPO, Behaviour, copy_benchmark_parts, junit_cases, run_session, session_env, write_dispatcher
 
 from pytest_agentbench.sim.fleet import SimFleet
-from pytest_agentbench.suite import load_suite
+from pytest_agentbench.suite import load_suite, params
 from pytest_agentbench.suite.instance import instantiate
 from pytest_agentbench.sim.phone import Phone
 
@@ -183,7 +183,13 @@ def test_after_every_proof_the_phone_reads_like_a_fresh_phone(proofs) -> None:
 def plausible_answer(suite: str) -> str:
     """What an agent that never touched the phone would answer: the plan's final lines, made-up codes filled in."""
     final = yaml.safe_load((BENCHMARK / "plans" / f"{suite}.yml").read_text())["final"]
-    return final.replace("{code}", "482913")
+    # The instance's own values (what its prompt says), and what a plan would have read off the screen.
+    values = {**drawn(suite), "code": "482913"}
+    if "photoName" in values:
+        values["photo"] = f"{values['photoName']}.png"
+    if "user" in values:
+        values.update(email=f"{values['user']}@{values['domain']}", welcome=f"{values['user']}@{values['truncated']}")
+    return params.fill(final, values).value
 
 
 @pytest.fixture(scope="module")
