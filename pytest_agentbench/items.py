@@ -27,7 +27,7 @@ from pytest_agentbench.prove import run_prove_item
 from pytest_agentbench.run.execute import DRY_RUN_SECTION
 from pytest_agentbench.session import INSTANCE_PROPERTY, SUITE_PROPERTY, AgentbenchSession, session_key
 from pytest_agentbench.suite import Suite, load_suite
-from pytest_agentbench.suite.instance import instantiate, item_name
+from pytest_agentbench.suite.instance import instantiate, item_name, prove_item_name
 
 ITEM_TIMEOUT_MARGIN_S = 300
 
@@ -39,8 +39,10 @@ class SuiteFile(pytest.File):
         suite = load_suite(self.path, self.config.rootpath)
         options = self.config.stash[session_key].options
         if options.prove:
-            # --agentbench-prove: the suite's proof items replace its run items (one instance).
-            yield from prove_items(self, instantiate(suite, seed=options.seed, repeat=1))
+            # --agentbench-prove: the suite's proof items replace its run items, for every seeded
+            # instance (--agentbench-repeat N proves N), so a check is proven on the values it judges.
+            for repeat in range(1, options.repeat + 1):
+                yield from prove_items(self, instantiate(suite, seed=options.seed, repeat=repeat), repeats=options.repeat)
             return
         for repeat in range(1, options.repeat + 1):
             # Each repeat is its own seeded instance and its own full run (its own run directory),
@@ -52,7 +54,7 @@ class SuiteFile(pytest.File):
         # A bad suite is the user's file, not our code: show the problems, not a traceback.
         if isinstance(excinfo.value, SuiteError):
             return str(excinfo.value)
-        return super().repr_failure(excinfo, style)
+        return super().repr_failure(excinfo)
 
 
 def failure_text(error: AgentbenchError, tbstyle: str) -> str:
@@ -177,12 +179,14 @@ class SuiteItem(pytest.Item):
         return self.path, self.suite.line, f"suite: {self.suite.name}"
 
 
-def prove_items(parent: pytest.Collector, suite: Suite) -> Iterator[pytest.Item]:
-    """The prove items of one suite, named `<suite>[prove-pass]`, `[prove-fail-<name>]`, `[prove-fresh]`."""
+def prove_items(parent: pytest.Collector, suite: Suite, *, repeats: int = 1) -> Iterator[pytest.Item]:
+    """The prove items of one suite instance: `<suite>[prove-pass]`, `[prove-fail-<name>]`, `[prove-fresh]`,
+    with the instance id first when it has params or there are repeats (`<suite>[r2-London-20-prove-pass]`)."""
     if not suite.prove:
-        yield ProveItem.from_parent(parent, name=f"{suite.name}[prove-pass]", suite=suite, scenario=None)
+        yield ProveItem.from_parent(parent, name=prove_item_name(suite, "prove-pass", repeats=repeats), suite=suite, scenario=None)
     for scenario in scenarios_of(suite):
-        yield ProveItem.from_parent(parent, name=f"{suite.name}[{scenario.item_name}]", suite=suite, scenario=scenario)
+        yield ProveItem.from_parent(parent, name=prove_item_name(suite, scenario.item_name, repeats=repeats),
+                                    suite=suite, scenario=scenario)
 
 
 class ProveItem(SuiteItem):

@@ -238,9 +238,9 @@ class AgentbenchOptions:
             raise pytest.UsageError("--agentbench-repeat runs suites; --agentbench-from-result re-renders saved runs: use one of them")
         compare = config.getoption("agentbench_compare")
         prove = bool(config.getoption("agentbench_prove"))
-        if prove and (dry_run or record_baseline or config.getoption("agentbench_from_result") or repeat > 1):
+        if prove and (dry_run or record_baseline or config.getoption("agentbench_from_result")):
             raise pytest.UsageError("--agentbench-prove drives the device without an agent: it cannot be combined with "
-                                    "--agentbench-dry-run, --agentbench-record-baseline, --agentbench-from-result or --agentbench-repeat")
+                                    "--agentbench-dry-run, --agentbench-record-baseline or --agentbench-from-result")
         doctor = bool(config.getoption("agentbench_doctor", False))
         if doctor and (dry_run or prove or record_baseline or config.getoption("agentbench_from_result") or repeat > 1):
             raise pytest.UsageError("--agentbench-doctor reads the device and runs no suite: it cannot be combined with "

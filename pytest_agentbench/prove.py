@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,7 @@ from pytest_agentbench.errors import ProveFailed
 from pytest_agentbench.pipeline import Scenario, judge_proof
 from pytest_agentbench.report.text import cleanup_section
 from pytest_agentbench.run.execute import DEVICE_STAGING_DIR, RunArtifacts, finish_device_work, plan_seeds
+from pytest_agentbench.suite.instance import instance_label, instance_seed_text
 
 if TYPE_CHECKING:
     from pytest_agentbench.pipeline import ProveStep
@@ -61,19 +63,38 @@ def run_prove_item(item: pytest.Item) -> None:
     checks, judgement = judge_proof(suite, scenario, state, prepared.device_before, answer, cleanup)
     passed = problem is None and judgement.passed
     reason = f"the {scenario.item_name} scenario could not be played: {problem}" if problem else judgement.reason
+    if not passed and suite.instance is not None and suite.instance.values:
+        # Name the drawn instance and how to replay exactly it: a check may fail on one seed only.
+        reason += f" (instance {instance_label(suite.name, suite.instance)}, {instance_seed_text(suite.instance)})"
     document = {"suite": suite.name, "scenario": scenario.item_name, "passed": passed, "reason": reason,
+                "instance": suite.instance.to_json() if suite.instance is not None else None,
                 "steps": played, "checks": [dataclasses.asdict(check) for check in checks], "cleanup": cleanup}
     (run_dir / PROVE_FILE).write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     text = render(document, checks)
     item.add_report_section("call", SECTION, text)
     item.user_properties.append(("agentbench_prove", "passed" if passed else "failed"))
     if not passed:
-        raise ProveFailed(f"{suite.name}[{scenario.item_name}]: {reason}\n\n{text}")
+        raise ProveFailed(f"{item.name}: {reason}\n{rerun_hint(item)}\n\n{text}")
+
+
+def rerun_hint(item: pytest.Item) -> str:
+    """The command that proves exactly this item's instance again: its node id, the seed and enough repeats to reach it."""
+    suite: Suite = item.suite  # type: ignore[attr-defined]
+    instance = suite.instance
+    words = ["pytest", shlex.quote(item.nodeid), "--agentbench-prove"]
+    if instance is not None:
+        words += ["--agentbench-seed", str(instance.seed)]
+        if instance.repeat > 1 or instance.values:
+            words += ["--agentbench-repeat", str(instance.repeat)]
+    return "rerun this instance: " + " ".join(words)
 
 
 def render(document: dict[str, Any], checks: list[Check]) -> str:
     """The prove item's report: the judgement, every check (expected, seen), the steps and cleanup."""
-    lines = [f"{document['suite']}[{document['scenario']}]: {'PROVEN' if document['passed'] else 'NOT PROVEN'}",
+    instance = document.get("instance") or {}
+    shown = f" on {params_text}" if (params_text := instance.get("label")) else ""
+    seed = f" (seed {instance['seed']}, r{instance['repeat']})" if instance else ""
+    lines = [f"{document['suite']}[{document['scenario']}]{shown}{seed}: {'PROVEN' if document['passed'] else 'NOT PROVEN'}",
              f"  {document['reason']}", "Checks:"]
     for check in checks:
         label = f"{check.kind} {check.name}" if check.name not in (None, check.kind, "answer", "screen") else check.kind
@@ -126,6 +147,10 @@ async def _play(steps: tuple[ProveStep, ...], device: ClaimedDevice, suite: Suit
                 if not ok:
                     return f"step {number} ({step.describe()}) failed: {text[:300]}"
                 continue
+            if step.times == 0:
+                # A drawn count of none: this instance needs no such call (already on the right screen).
+                played.append({"step": step.describe(), "ok": True, "result": "skipped: times 0"})
+                continue
             if step.adb:
                 # A scenario's `su 0 ...` runs in the device's su form, like the harness's own root commands.
                 words = rooted(sh(*(fill_placeholders(word, values) for word in step.adb)),
@@ -138,6 +163,8 @@ async def _play(steps: tuple[ProveStep, ...], device: ClaimedDevice, suite: Suit
                     return f"step {number} ({step.describe()}) exited {result.exit_code}: {text[:300]}"
             else:
                 tool = step.tool.removeprefix(f"mcp__{SERVER_NAME}__")  # type: ignore[union-attr]
+                for _ in range(step.times - 1):
+                    await client.call_tool(tool, fill_placeholders(dict(step.args), values))
                 answer = await client.call_tool(tool, fill_placeholders(dict(step.args), values))
                 text = "\n".join(getattr(block, "text", "") for block in answer.content)
                 ok = bool(answer.is_error) == step.expect_error

@@ -140,7 +140,7 @@ E2E_MODULES = frozenset({
     "test_model_episode_e2e", "test_observe_economy", "test_postrun_daemon", "test_repeats_e2e", "test_replay",
     "test_rerender", "test_rerender_faults", "test_run_e2e", "test_run_faults", "test_runner", "test_sandbox",
     "test_scale_out", "test_session_end_e2e", "test_shutdown", "test_documented_commands", "test_sim_acceptance", "test_sim_fleet",
-    "test_sim_root_cli", "test_sim_transport", "test_warm", "test_doctor_e2e",
+    "test_sim_root_cli", "test_sim_transport", "test_warm", "test_doctor_e2e", "test_instances_e2e",
 })
 
 

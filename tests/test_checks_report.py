@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 import yaml
 
+from pytest_agentbench.suite import params
+
 from pytest_agentbench.checks import report
 from pytest_agentbench.checks.base import CheckContext
 
@@ -22,7 +24,8 @@ def _corpus(path: Path) -> dict[str, Any]:
 def _spec(corpus: dict[str, Any]) -> report.Spec:
     suite = yaml.safe_load((ROOT / "benchmark" / "agent" / "suites" / f"{corpus['suite']}.yml").read_text(encoding="utf-8"))
     entry = next(entry for entry in suite["verify"]["device"] if entry["name"] == corpus["check"])
-    return report.parse(entry)
+    # The corpus is one seeded instance of the suite: its `values` fill the check's {params}.
+    return report.parse(params.fill(entry, corpus.get("values") or {}).value)
 
 
 def _events(spec: report.Spec, corpus: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:

@@ -308,3 +308,11 @@ def test_the_remedies_the_lines_give_make_the_suite_ready() -> None:
         assert adb.phone.shell(command).exit_code == 0, command
     assert ": ready" in _line(adb, "messages-pin-archive")
     assert ": ready" in _line(adb, "chrome-search-engine")
+
+
+def test_the_doctors_deskclock_city_ids_are_the_simulated_deskclocks_list() -> None:
+    # clock-world-clock draws its city from the whole list, so the doctor must know every id of it.
+    from pytest_agentbench.doctor.apps import DESKCLOCK_CITY_IDS
+    from pytest_agentbench.sim.apps.clock import CITIES
+
+    assert DESKCLOCK_CITY_IDS["14"] == {name: city_id for city_id, name, _zone in CITIES}

@@ -119,7 +119,7 @@ def test_recorded_values_win_over_drawing_them(suite) -> None:
 
 def test_json_block_of_an_instance(suite) -> None:
     block = instantiate(suite, seed=3, repeat=1).instance.to_json()
-    assert set(block) == {"id", "repeat", "seed", "derivation", "values"}
+    assert set(block) == {"id", "repeat", "seed", "derivation", "values", "label"}
     assert (block["repeat"], block["seed"]) == (1, 3) and json.loads(json.dumps(block)) == block
 
 

@@ -29,8 +29,9 @@ from adbserver import PrivateAdbServer, one_simulated_phone
 from fakeagents import BENCHMARK, CORE_JOBS, MIXED_JOBS, NEW_JOBS, REPO, Behaviour, copy_benchmark_parts, junit_cases, run_session, session_env, write_dispatcher
 
 from pytest_agentbench.sim.fleet import SimFleet
+from pytest_agentbench.suite import load_suite, params
+from pytest_agentbench.suite.instance import instantiate
 from pytest_agentbench.sim.phone import Phone
-from pytest_agentbench.suite.params import DEFAULT_SEED, instance_values
 
 ALL_SUITES = tuple(sorted(path.stem for path in (BENCHMARK / "suites").glob("*.yml")))
 MIXED, CORE = MIXED_JOBS, CORE_JOBS
@@ -97,18 +98,13 @@ def session(lab, project: Path, tmp: Path, *args: str):
     done = run_session(project, ["benchmark/", "--device", fleet.serials[0], "--agentbench-output", str(tmp / "out"),
                                  f"--junitxml={junit}", "-rA", *args], env, timeout_s=SESSION_TIMEOUT_S)
     assert junit.exists(), done.stdout[-3000:] + done.stderr[-3000:]
-    return done, by_suite(junit_cases(junit))
+    return done, {without_instance(name): case for name, case in junit_cases(junit).items()}
 
 
-def by_suite(cases: dict) -> dict:
-    """Run items keyed by their suite: a suite with params names its one run `suite[r1-<instance id>]`; prove items keep their names."""
-    return {re.sub(r"\[r\d+(-[^\]]*)?\]$", "", name): case for name, case in cases.items()}
-
-
-def instance(suite: str) -> dict[str, str]:
-    """The drawn values of a session's one run of a suite (seed 0, repeat 1), as text."""
-    declared = yaml.safe_load((BENCHMARK / "suites" / f"{suite}.yml").read_text()).get("params")
-    return {name: str(value) for name, value in instance_values(declared, seed=DEFAULT_SEED, suite=suite, repeat=1).items()}
+def without_instance(name: str) -> str:
+    """`clock-world-clock[r1-26489d80]` -> `clock-world-clock`, `x[r1-Pro-prove-pass]` -> `x[prove-pass]`: one instance per suite here."""
+    name = re.sub(r"\[(?:r\d+-.*?-)?(prove-[^\]]+)\]$", r"[\1]", name)
+    return re.sub(r"\[r\d+(?:-[^\]]*)?\]$", "", name)
 
 
 def result_of(case) -> dict:
@@ -191,9 +187,13 @@ def plausible_answer(suite: str) -> str:
     """What an agent that never touched the phone would answer: the plan's final lines, this instance's
     values (as its prompt gives them) and made-up codes and counts filled in."""
     final = yaml.safe_load((BENCHMARK / "plans" / f"{suite}.yml").read_text())["final"]
-    for name, value in {**instance(suite), "code": "482913", "count": "4"}.items():
-        final = final.replace("{" + name + "}", value)
-    return final
+    # The instance's own values (what its prompt says), and what a plan would have read off the screen.
+    values = {**{name: str(value) for name, value in drawn(suite).items()}, "code": "482913", "count": "4"}
+    if "photoName" in values:
+        values["photo"] = f"{values['photoName']}.png"
+    if "user" in values:
+        values.update(email=f"{values['user']}@{values['domain']}", welcome=f"{values['user']}@{values['truncated']}")
+    return params.fill(final, values).value
 
 
 @pytest.fixture(scope="module")
@@ -246,25 +246,32 @@ CHROME_PREFS = "/data/data/com.android.chrome/app_chrome/Default/Preferences"
 CLOCK_PREFS = "/data/data/com.android.deskclock/shared_prefs/com.android.deskclock_preferences.xml"
 BUGLE = "/data/data/com.google.android.apps.messaging/databases/bugle_db"
 ADD_DATA = "content insert --uri content://com.android.contacts/data --bind raw_contact_id:i:{raw} --bind mimetype:s:"
+def drawn(name: str) -> dict[str, Any]:
+    """The values of the instance these sessions run (seed 0, r1): a shell agent that knows its task's values."""
+    return instantiate(load_suite(BENCHMARK / "suites" / f"{name}.yml", REPO), seed=0, repeat=1).instance.values
+
+
+ENGINE, CLOCK, MESSAGES, CONTACT = (drawn(name) for name in ("chrome-search-engine", "clock-world-clock",
+                                                              "messages-pin-archive", "log-code-to-contact"))
 #: What an agent with only a shell does for each job: the state written as root where it can be, read
 #: off private storage where the job is a read, and a plain look where no shell command can do it.
 SHELL_PLANS: dict[str, dict[str, Any]] = {
     "chrome-search-engine": {"steps": [shell(
         f"""su 0 sh -c "mkdir -p {CHROME_PREFS.rsplit('/', 1)[0]} && echo '{{\\"default_search_provider_data\\": """
-        f"""{{\\"template_url_data\\": {{\\"keyword\\": \\"duckduckgo.com\\"}}}}}}' > {CHROME_PREFS}" """)],
-        "final": "SEARCH_ENGINE: DuckDuckGo"},
+        f"""{{\\"template_url_data\\": {{\\"keyword\\": \\"{ENGINE['engineKeyword']}\\"}}}}}}' > {CHROME_PREFS}" """)],
+        "final": f"SEARCH_ENGINE: {ENGINE['engine']}"},
     "chrome-secure-connections": {"steps": [shell(
         f"""su 0 sh -c "mkdir -p {CHROME_PREFS.rsplit('/', 1)[0]} && echo '{{\\"https_first_balanced_mode_enabled\\": true}}' > {CHROME_PREFS}" """)],
         "final": "SECURE_CONNECTIONS: on"},
     "clock-world-clock": {"steps": [shell(
-        f"""su 0 sh -c "echo '<map><int name=\\"number_of_cities\\" value=\\"1\\" /><string name=\\"city_id_0\\">C15</string>"""
-        f"""<string name=\\"snooze_duration\\">15</string></map>' > {CLOCK_PREFS}" """)],
-        "final": "WORLD_CLOCK: London\nSNOOZE: 15 minutes"},
+        f"""su 0 sh -c "echo '<map><int name=\\"number_of_cities\\" value=\\"1\\" /><string name=\\"city_id_0\\">{CLOCK['cityId']}</string>"""
+        f"""<string name=\\"snooze_duration\\">{CLOCK['snooze']}</string></map>' > {CLOCK_PREFS}" """)],
+        "final": f"WORLD_CLOCK: {CLOCK['city']}\nSNOOZE: {CLOCK['snooze']} minutes"},
     "messages-pin-archive": {"steps": [shell(
         f"""su 0 sqlite3 {BUGLE} "INSERT INTO conversation_pins (conversation_id, pinned_timestamp, sort_order) """
-        """SELECT _id, 1, 0 FROM conversations WHERE participant_normalized_destination = '+15551230001'; """
-        """UPDATE conversations SET archive_status = 1 WHERE participant_normalized_destination = '+15551230002'" """)],
-        "final": "PINNED: +15551230001\nARCHIVED: +15551230002"},
+        f"""SELECT _id, 1, 0 FROM conversations WHERE participant_normalized_destination = '{MESSAGES['pinNumber']}'; """
+        f"""UPDATE conversations SET archive_status = 1 WHERE participant_normalized_destination = '{MESSAGES['archiveNumber']}'" """)],
+        "final": f"PINNED: {MESSAGES['pinNumber']}\nARCHIVED: {MESSAGES['archiveNumber']}"},
     # A shell has no image editor: the best it can do is a copy, which is not square.
     "photos-crop": {"steps": [shell("cp /sdcard/Pictures/beach.png /sdcard/Pictures/beach-square.png && am broadcast -a "
                                     "android.intent.action.MEDIA_SCANNER_SCAN_FILE -d file:///sdcard/Pictures/beach-square.png")],
@@ -284,10 +291,10 @@ SHELL_PLANS: dict[str, dict[str, Any]] = {
         shell("logcat -d -s Courier", code=r"pickup code (\d{6})"),
         shell("content insert --uri content://com.android.contacts/raw_contacts --bind account_name:n: --bind account_type:n:"),
         shell("content query --uri content://com.android.contacts/raw_contacts --projection _id", raw=r"_id=(\d+)"),
-        shell(ADD_DATA + "vnd.android.cursor.item/name --bind data1:s:Courier"),
-        shell(ADD_DATA + "vnd.android.cursor.item/phone_v2 --bind data1:s:5551230199 --bind data2:i:2"),
+        shell(ADD_DATA + f"vnd.android.cursor.item/name --bind data1:s:{CONTACT['contactName']}"),
+        shell(ADD_DATA + f"vnd.android.cursor.item/phone_v2 --bind data1:s:5552{CONTACT['exchange']}{CONTACT['line']} --bind data2:i:2"),
         shell(ADD_DATA + "vnd.android.cursor.item/note --bind data1:s:{code}"),
-    ], "final": "CONTACT: Courier"},
+    ], "final": f"CONTACT: {CONTACT['contactName']}"},
 }
 
 

@@ -28,6 +28,7 @@ from pytest_agentbench.checks.prefs import parse as parse_prefs_check
 from pytest_agentbench.checks.prefs import validate as validate_prefs
 from pytest_agentbench.checks.read import read_device
 from pytest_agentbench.errors import SuiteError
+from pytest_agentbench.suite.instance import instantiate
 from pytest_agentbench.mcp_server import ServerConfig, build_server
 from pytest_agentbench.mcp_server.server import log_excerpt
 from pytest_agentbench.run.cleanup import run_cleanup
@@ -75,8 +76,8 @@ def test_seeds_load_as_typed_steps_in_order(tmp_path: Path) -> None:
     [
         ([{"photo": {"name": "beach.jpg", "width": 10, "height": 10}}], "preflight.seed[0].photo.name: expected a file name ending in .png"),
         ([{"photo": {"name": "a/b.png", "width": 10, "height": 10}}], "preflight.seed[0].photo.name: expected a file name ending in .png"),
-        ([{"photo": {"name": "b.png", "width": 0, "height": 10}}], "preflight.seed[0].photo.width: expected a number >= 1, got 0"),
-        ([{"photo": {"name": "b.png", "width": 5000, "height": 10}}], "preflight.seed[0].photo.width: expected 5000 is greater than the maximum"),
+        ([{"photo": {"name": "b.png", "width": 0, "height": 10}}], "preflight.seed[0].photo.width: expected an integer from 1 to 4096, or one {param} that draws one, got 0"),
+        ([{"photo": {"name": "b.png", "width": 5000, "height": 10}}], "preflight.seed[0].photo.width: expected an integer from 1 to 4096, or one {param} that draws one, got 5000"),
         ([{"sms": {"from": "Alice", "body": "hi"}}], "preflight.seed[0].sms.from: expected a phone number of digits"),
         ([{"sms": {"from": "+15551230001"}}], "preflight.seed[0].sms.body: required key is missing"),
         ([{"contact": {"name": "x"}}], "preflight.seed[0].contact: unknown key"),
@@ -402,8 +403,12 @@ def test_a_core_job_says_why_it_needs_the_phone_and_proves_every_check(name: str
 def test_the_dry_run_lists_a_suites_seeds_with_their_commands() -> None:
     from pytest_agentbench.run.dryrun import device_reads_text
 
-    text = device_reads_text(load_suite(SUITES / "messages-pin-archive.yml", REPO))
+    # Seed 3's first instance: the senders are drawn, so the test reads them from the instance.
+    suite = instantiate(load_suite(SUITES / "messages-pin-archive.yml", REPO), seed=3, repeat=1)
+    text = device_reads_text(suite)
+    first = suite.instance.values["first"]
     assert "seeds (in the reset round trip, after a baseline read of the watched sources; 0 files pushed first):" in text
-    assert "  seed 1 sms from +15551230001: su 0 content insert --uri content://sms/inbox --bind address:s:+15551230001" in text
-    photo = device_reads_text(load_suite(SUITES / "photos-crop.yml", REPO))
-    assert "1 files pushed first" in photo and "cp /data/local/tmp/agentbench/seed-beach.png /sdcard/Pictures/beach.png" in photo
+    assert f"  seed 1 sms from {first}: su 0 content insert --uri content://sms/inbox --bind address:s:{first}" in text
+    crop = instantiate(load_suite(SUITES / "photos-crop.yml", REPO), seed=3, repeat=1)
+    photo, name = device_reads_text(crop), crop.instance.values["photoName"]
+    assert "1 files pushed first" in photo and f"cp /data/local/tmp/agentbench/seed-{name}.png /sdcard/Pictures/{name}.png" in photo

@@ -330,7 +330,7 @@ def test_valid_declarations(declaration):
             "params.x.values: required key is missing",
         ]),
         ({"x": {"type": "choice", "values": []}}, ["params.x.values: expected a list with at least 1 entry, got []"]),
-        ({"x": {"type": "choice", "values": [True]}}, ["params.x.values[0]: expected a string or an integer, got true (a boolean)"]),
+        ({"x": {"type": "choice", "values": [True]}}, ["params.x.values[0]: expected a string or an integer or a mapping, got true (a boolean)"]),
         ({"x": {"type": "choice", "values": ["a", "b", "a"]}}, ["params.x.values: expected each choice once, got 'a' more than once"]),
         ({"x": {"type": "integer", "min": 1}}, ["params.x.max: required key is missing"]),
         ({"x": {"type": "integer", "min": 1.5, "max": 3}}, ["params.x.min: expected an integer, got 1.5 (a number)"]),

@@ -34,6 +34,9 @@ class ToolStep:
     args: dict
     expect_error: bool = False
     capture: Capture | None = None
+    #: How many times the call is made in a row: a number, or `{name}` read off the prompt
+    #: ("add 4 notebooks") when the instance draws the count.
+    times: int | str = 1
 
 
 @dataclass(frozen=True)
@@ -57,9 +60,21 @@ class Plan:
     #: Seconds to pause before every tool call and before the final answer, standing in for a
     #: model's latency (`thinkSeconds`); 0 replays as fast as the server answers.
     think_seconds: float = 0.0
-    #: Values read off the prompt before the first step (`fromPrompt`), as a model reads its task:
-    #: a seeded instance's drawn values (a city, a sender) reach the plan only through the prompt.
-    prompt_captures: tuple[Capture, ...] = ()
+    #: `fromPrompt:` values read off the prompt, as a model reads its task: a seeded instance's
+    #: drawn values (the city, the code) reach the replay only through the prompt it is given.
+    from_prompt: tuple[Capture, ...] = ()
+
+    def prompt_values(self, prompt: str) -> tuple[dict[str, str], list[str]]:
+        """The `fromPrompt:` values found in `prompt`, and one sentence per pattern that matched nothing."""
+        found: dict[str, str] = {}
+        missing: list[str] = []
+        for capture in self.from_prompt:
+            value = capture.find(prompt)
+            if value is None:
+                missing.append(f"fromPrompt.{capture.name}: /{capture.pattern}/ matched nothing in the prompt")
+            else:
+                found[capture.name] = value
+        return found, missing
 
     @property
     def tool_steps(self) -> tuple[ToolStep, ...]:
@@ -126,7 +141,7 @@ def parse_plan(data: Any, source: Path) -> Plan:
             f"unknown key(s) {', '.join(map(repr, unknown))}; a plan has 'steps', 'final' and optional 'packageName', "
             "'thinkSeconds', 'fromPrompt'"
         )
-    prompt_captures = _prompt_captures(data.get("fromPrompt", []), problems)
+    from_prompt = _from_prompt(data.get("fromPrompt"), problems)
     think = data.get("thinkSeconds", 0)
     if isinstance(think, bool) or not isinstance(think, (int, float)) or not 0 <= think <= MAX_WAIT_SECONDS:
         problems.append(f"thinkSeconds: expected seconds between 0 and {MAX_WAIT_SECONDS} (the pause before each step), got {think!r}")
@@ -149,20 +164,28 @@ def parse_plan(data: Any, source: Path) -> Plan:
     if problems:
         raise SuiteError(source, problems)
     return Plan(source=source, steps=tuple(steps), final=final, package_name=package_name, think_seconds=float(think),
-                prompt_captures=prompt_captures)
+                from_prompt=from_prompt)
 
 
-def _prompt_captures(raw: Any, problems: list[str]) -> tuple[Capture, ...]:
-    """`fromPrompt: [{name, pattern}, ...]` -> the captures matched against the prompt text."""
-    if not isinstance(raw, list):
-        problems.append(f"fromPrompt: expected a list of {{name: NAME, pattern: REGEX}}, got {raw!r}")
+def _from_prompt(raw: Any, problems: list[str]) -> tuple[Capture, ...]:
+    """`fromPrompt: {name: REGEX}` (or a list of `{name, pattern}`): each name becomes `{name}`, the regex's last match in the prompt (its first group)."""
+    if raw is None:
+        return ()
+    if isinstance(raw, list) and raw and all(isinstance(entry, Mapping) and set(entry) == {"name", "pattern"} for entry in raw):
+        raw = {entry["name"]: entry["pattern"] for entry in raw}
+    if not isinstance(raw, Mapping) or not raw:
+        problems.append(f"fromPrompt: expected a mapping of placeholder names to regular expressions "
+                        f"(or a list of {{name: NAME, pattern: REGEX}}), got {raw!r}")
         return ()
     captures = []
-    for index, entry in enumerate(raw):
-        found = capture_problems(entry, f"fromPrompt[{index}]")
+    for name, pattern in raw.items():
+        if name in PLACEHOLDERS:
+            problems.append(f"fromPrompt.{name}: expected a name other than the built-in {{device}} and {{packageName}}")
+            continue
+        found = capture_problems({"name": name, "pattern": pattern}, f"fromPrompt.{name}")
         problems += found
         if not found:
-            captures.append(Capture(entry["name"], entry["pattern"]))
+            captures.append(Capture(name, pattern))
     return tuple(captures)
 
 
@@ -179,9 +202,15 @@ def _parse_step(raw: Any, where: str, problems: list[str]) -> Step | None:
             problems.append(f"{where}.wait: expected seconds between 0 and {MAX_WAIT_SECONDS}, got {seconds!r}")
             return None
         return WaitStep(float(seconds))
-    extra = sorted(set(raw) - {"tool", "args", "expect_error", "capture"})
+    extra = sorted(set(raw) - {"tool", "args", "expect_error", "capture", "times"})
     if extra:
-        problems.append(f"{where}: unknown key(s) {', '.join(map(repr, extra))}; a tool step has 'tool', 'args', 'expect_error', 'capture'")
+        problems.append(f"{where}: unknown key(s) {', '.join(map(repr, extra))}; a tool step has 'tool', 'args', 'expect_error', "
+                        "'capture', 'times'")
+    times = raw.get("times", 1)
+    if not ((isinstance(times, int) and not isinstance(times, bool) and 0 <= times <= 50)
+            or (isinstance(times, str) and _NAME_PATTERN.fullmatch(times))):
+        problems.append(f"{where}.times: expected a count from 0 to 50 or one {{name}}, got {times!r}")
+        times = 1
     capture = None
     if "capture" in raw:
         found = capture_problems(raw["capture"], f"{where}.capture")
@@ -203,7 +232,7 @@ def _parse_step(raw: Any, where: str, problems: list[str]) -> Step | None:
     if not isinstance(expect_error, bool):
         problems.append(f"{where}.expect_error: expected true or false, got {expect_error!r}")
         ok = False
-    return ToolStep(tool=tool, args=dict(args), expect_error=expect_error, capture=capture) if ok else None
+    return ToolStep(tool=tool, args=dict(args), expect_error=expect_error, capture=capture, times=times) if ok else None
 
 
 def load_plan(path: str | Path) -> Plan:

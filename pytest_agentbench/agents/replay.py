@@ -41,6 +41,7 @@ class ReplayRun:
     writer: StreamWriter
     max_turns: int | None
     environ: Mapping[str, str]
+    #: The task as given on stdin; the plan's `fromPrompt:` reads a seeded instance's values off it.
     prompt: str = ""
 
     async def play(self) -> int:
@@ -51,20 +52,21 @@ class ReplayRun:
         device = await self.connection.pinned_device() if needs_device else None
         values: dict[str, str | None] = {"device": device,
                                          "packageName": self.plan.package_name or suite_package_name(self.environ)}
-        for capture in self.plan.prompt_captures:
-            value = capture.find(self.prompt)
-            if value is None:
-                self.connection.warn(f"fromPrompt {capture.name!r} found no match of /{capture.pattern}/ in the prompt")
-            else:
-                values[capture.name] = value
+        from_prompt, missing = self.plan.prompt_values(self.prompt)
+        for problem in missing:
+            self.connection.warn(problem)
+        values.update(from_prompt)
         for number, step in enumerate(self.plan.steps, start=1):
             if isinstance(step, WaitStep):
                 await anyio.sleep(step.seconds)
                 continue
             if self._turns_exhausted():
                 return 1
-            await self._think()
-            await self._call(number, step, values)
+            for _ in range(self._times(number, step, values)):
+                if self._turns_exhausted():
+                    return 1
+                await self._think()
+                await self._call(number, step, values)
         if self._turns_exhausted():
             return 1
         await self._think()
@@ -74,6 +76,16 @@ class ReplayRun:
         self.writer.text(final)
         self.writer.result_success(final)
         return 0
+
+    def _times(self, number: int, step: ToolStep, values: dict[str, str | None]) -> int:
+        """How many times to make a step's call: its count, or the `{name}` it names (read off the prompt)."""
+        if isinstance(step.times, int):
+            return step.times
+        text = fill_placeholders(step.times, values)
+        if text.isdigit() and int(text) <= 50:
+            return int(text)
+        self.connection.warn(f"step {number}: times {step.times} is {text!r}, not a count from 0 to 50; calling once")
+        return 1
 
     async def _think(self) -> None:
         # The plan's thinkSeconds stands in for model latency before every action and the answer.

@@ -34,10 +34,13 @@ class ProveStep:
     wait: float | None = None
     seed: SeedStep | None = None
     capture: Capture | None = None
+    #: How many times the tool call is made in a row (`times:`, a count the instance may draw).
+    times: int = 1
 
     def describe(self) -> str:
         if self.tool is not None:
-            return f"{self.tool}({', '.join(f'{key}={value!r}' for key, value in self.args.items())})"
+            call = f"{self.tool}({', '.join(f'{key}={value!r}' for key, value in self.args.items())})"
+            return call if self.times == 1 else f"{call} x{self.times}"
         if self.adb:
             return "adb shell " + " ".join(self.adb)
         if self.seed is not None:
@@ -71,13 +74,18 @@ class Scenario:
         return f"prove-{self.kind}" if self.kind != "fail" else f"prove-fail-{self.name}"
 
 
+def _times(value: Any) -> int:
+    # A template's `{param}` has no count yet (1); an instance's is the drawn number, as text.
+    return int(value) if isinstance(value, int) or str(value).isdigit() else 1
+
+
 def _steps(raw: Sequence[Mapping[str, Any]]) -> tuple[ProveStep, ...]:
     steps = []
     for step in raw:
         capture = Capture(step["capture"]["name"], step["capture"]["pattern"]) if step.get("capture") else None
         if "tool" in step:
             steps.append(ProveStep(tool=step["tool"], args=dict(step.get("args") or {}), expect_error=bool(step.get("expect_error")),
-                                   capture=capture))
+                                   capture=capture, times=_times(step.get("times", 1))))
         elif "adb" in step:
             steps.append(ProveStep(adb=tuple(step["adb"]), capture=capture))
         elif "seed" in step:

@@ -67,16 +67,24 @@ def problems(entry: Mapping[str, Any], where: str) -> list[str]:
     return []
 
 
+def _pixels(value: Any) -> int | None:
+    # A seeded instance fills a `{param}` as text ("800"); the schema let only that or an integer
+    # through. The template's own `{param}` has no number yet (None: never judged, only watched).
+    if isinstance(value, str):
+        return int(value) if value.isdigit() else None
+    return value
+
+
 def parse(entry: Mapping[str, Any]) -> Spec:
     """A validated `verify.device` entry -> Spec."""
     original = entry.get("original") or {}
     added = entry.get("added") or {}
     return Spec(
         name=entry["name"], uri=entry.get("uri", IMAGES_URI),
-        original_name=original.get("displayName"), original_width=original.get("width"),
-        original_height=original.get("height"), added_count=added.get("count", 1),
-        square=bool(added.get("square", False)), max_side=added.get("maxSide"), min_side=added.get("minSide"),
-        width=added.get("width"), height=added.get("height"),
+        original_name=original.get("displayName"), original_width=_pixels(original.get("width")),
+        original_height=_pixels(original.get("height")), added_count=added.get("count", 1),
+        square=bool(added.get("square", False)), max_side=_pixels(added.get("maxSide")), min_side=_pixels(added.get("minSide")),
+        width=_pixels(added.get("width")), height=_pixels(added.get("height")),
         tolerance_px=entry.get("tolerancePx", 1),
     )
 

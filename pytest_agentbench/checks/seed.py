@@ -56,6 +56,11 @@ class PhotoSeed:
 SeedStep = Union[SmsSeed, PhotoSeed]
 
 
+def _side(value: Any) -> int:
+    # A suite template's `{param}` (the schema allows one) has no number yet: 0 until an instance draws it.
+    return int(value) if isinstance(value, int) or str(value).isdigit() else 0
+
+
 def parse_seed(entry: Mapping[str, Any]) -> SeedStep:
     """One validated `preflight.seed` entry -> its typed step.
 
@@ -67,7 +72,7 @@ def parse_seed(entry: Mapping[str, Any]) -> SeedStep:
         return SmsSeed(str(sms["from"]), str(sms["body"]), bool(sms.get("read", False)))
     if "photo" in entry:
         photo = entry["photo"]
-        return PhotoSeed(str(photo["name"]), int(photo["width"]), int(photo["height"]))
+        return PhotoSeed(str(photo["name"]), _side(photo["width"]), _side(photo["height"]))
     raise ValueError(f"a seed step is one of sms, photo; got {sorted(entry)}")
 
 

@@ -36,7 +36,12 @@ SECURE_KEYS = ("https_first_balanced_mode_enabled", "https_only_mode_enabled")
 #: DeskClock builds whose city list is known: versionName -> city name -> id (from its cities list).
 DESKCLOCK_CITY_IDS: Mapping[str, Mapping[str, str]] = {
     # The simulated DeskClock (sim/apps/clock.py), where clock-world-clock is proven.
-    "14": {"Amsterdam": "C1", "Berlin": "C5", "Lisbon": "C14", "London": "C15", "Paris": "C21", "Tokyo": "C27"},
+    "14": {"Amsterdam": "C1", "Athens": "C2", "Auckland": "C3", "Bangkok": "C4", "Berlin": "C5", "Buenos Aires":
+           "C6", "Cairo": "C7", "Chicago": "C8", "Dubai": "C9", "Hong Kong": "C10", "Honolulu": "C11",
+           "Istanbul": "C12", "Johannesburg": "C13", "Lisbon": "C14", "London": "C15", "Los Angeles": "C16",
+           "Madrid": "C17", "Mexico City": "C18", "Mumbai": "C19", "New York": "C20", "Paris": "C21", "Rome":
+           "C22", "Sao Paulo": "C23", "Seoul": "C24", "Singapore": "C25", "Sydney": "C26", "Tokyo": "C27",
+           "Toronto": "C28", "Zurich": "C29"},
 }
 #: Photos builds whose editor was proven to offer "Save copy" (photos-crop's prove runs).
 PHOTOS_SAVE_COPY_PROVEN = {"6.72.0.608390436": "the simulated Photos"}

@@ -12,6 +12,7 @@ from pytest_agentbench.checks.base import Check
 from pytest_agentbench.records.comparison import format_number
 from pytest_agentbench.records.parts import CleanupReport
 from pytest_agentbench.records.result import RunResult
+from pytest_agentbench.suite.instance import instance_label, instance_seed_text
 
 if TYPE_CHECKING:
     from pytest_agentbench.audit.transcript import Transcript
@@ -161,7 +162,9 @@ def render_text_report(result: RunResult, *, current_scoring_code: str | None = 
         outcome and run dir.
     """
     status = result.status
-    lines = [f"{result.suite or '?'}: {status.upper()}"]
+    ref = result.instance_ref
+    seed = f" ({instance_seed_text(result.instance)})" if ref is not None and ref.values else ""
+    lines = [f"{instance_label(result.suite or '?', result.instance)}{seed}: {status.upper()}"]
     lines += [f"  - {reason}" for reason in result.verdict.reasons]
     recorded = result.rerendered.recorded_status if result.rerendered is not None else None
     if recorded and recorded != status:

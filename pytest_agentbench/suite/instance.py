@@ -10,10 +10,12 @@ filled mapping, so nothing downstream needs to know about params. The run-time p
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from pytest_agentbench.errors import SuiteError
 from pytest_agentbench.suite import params
 from pytest_agentbench.suite.params import Instance
 from pytest_agentbench.suite.load import Suite, build_suite, fillable
@@ -37,6 +39,7 @@ def instantiate(suite: Suite, *, seed: int = DEFAULT_SEED, repeat: int = 1, valu
 
     Raises:
         ValueError: A bad seed or repeat index (the suite itself was validated on load).
+        SuiteError: A drawn value a seed cannot take (a number that is no phone number).
     """
     declared = suite.declared
     if values is None:
@@ -44,13 +47,51 @@ def instantiate(suite: Suite, *, seed: int = DEFAULT_SEED, repeat: int = 1, valu
     else:
         params.instance_values(None, seed=seed, suite=declared.name, repeat=repeat)  # the same checks of seed and repeat
         values = dict(values)
-    instance = Instance(repeat=repeat, seed=seed, id=params.instance_id(repeat, values), values=values)
+    shown = params.shown_values(declared.raw.get("params"), values)
+    instance = Instance(repeat=repeat, seed=seed, id=params.instance_id(repeat, values), values=values,
+                        shown=shown if shown.keys() != values.keys() else {})
     if not values:
         return replace(declared, instance=instance, template=declared)
     data = fill_mapping(declared.raw, values)
+    problems = filled_seed_problems(data)
+    if problems:
+        raise SuiteError(declared.path, [f"instance {instance.id} (seed {seed}) draws a seed value a phone cannot take: {problem}"
+                                         for problem in problems])
     prompt_text = params.fill(declared.prompt_text, values).value
     built = build_suite(declared.path, data, declared.line, declared.app, declared.prompt_path, prompt_text)
     return replace(built, instance=instance, template=declared)
+
+
+_PHONE_NUMBER = re.compile(r"^\+?[0-9]{3,15}$")
+_PHOTO_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*\.png$")
+
+
+def filled_seed_problems(data: Mapping[str, Any]) -> list[str]:
+    """The seed values a filled suite mapping gives (preflight and prove `seed` steps), checked as the schema checks literal ones.
+
+    The schema lets a seed's number, photo name and size be a `{param}`; once drawn, each must be
+    what the phone takes: a phone number, a .png name, a side of 1 to 4096 pixels.
+    """
+    preflight = data.get("preflight") if isinstance(data.get("preflight"), Mapping) else {}
+    entries = [(f"preflight.seed[{index}]", entry) for index, entry in enumerate(preflight.get("seed") or [])]
+    prove = data.get("prove") if isinstance(data.get("prove"), Mapping) else {}
+    for where, scenario in [("prove.pass", prove.get("pass")), *((f"prove.fail[{i}]", f) for i, f in enumerate(prove.get("fail") or []))]:
+        for index, step in enumerate((scenario or {}).get("steps") or []):
+            if isinstance(step, Mapping) and "seed" in step:
+                entries.append((f"{where}.steps[{index}].seed", step["seed"]))
+    problems = []
+    for where, entry in entries:
+        sms, photo = (entry.get("sms"), entry.get("photo")) if isinstance(entry, Mapping) else (None, None)
+        if isinstance(sms, Mapping) and not _PHONE_NUMBER.match(str(sms.get("from"))):
+            problems.append(f"{where}.sms.from: expected a phone number of digits, got {sms.get('from')!r}")
+        if isinstance(photo, Mapping):
+            if not _PHOTO_NAME.match(str(photo.get("name"))):
+                problems.append(f"{where}.photo.name: expected a file name ending in .png, got {photo.get('name')!r}")
+            for side in ("width", "height"):
+                value = str(photo.get(side))
+                if not value.isdigit() or not 1 <= int(value) <= 4096:
+                    problems.append(f"{where}.photo.{side}: expected an integer from 1 to 4096, got {photo.get(side)!r}")
+    return problems
 
 
 def fill_mapping(raw: Mapping[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
@@ -74,3 +115,39 @@ def item_name(suite: Suite, *, repeats: int) -> str:
     if instance is None or (repeats <= 1 and not instance.values):
         return suite.name
     return f"{suite.name}[{instance.id}]"
+
+
+def prove_item_name(suite: Suite, scenario: str, *, repeats: int) -> str:
+    """The pytest item name of one prove scenario of an instance: `wifi-on[prove-pass]`, or with the
+    instance id first when the suite has params or there are repeats (`clock-world-clock[r2-1f2e3d4c-prove-fresh]`)."""
+    instance = suite.instance
+    if instance is None or (repeats <= 1 and not instance.values):
+        return f"{suite.name}[{scenario}]"
+    return f"{suite.name}[{instance.id}-{scenario}]"
+
+
+def instance_label(suite_name: str, instance: Mapping[str, Any] | Instance | None) -> str:
+    """How reports name a run's instance: `clock-world-clock[city=Tokyo,snooze=20]` (the drawn values),
+    `bug-repro[r3]` for a later repeat of a suite without params, else the bare name.
+
+    Takes a loaded Instance or result.json's `instance` block, so the terminal, JSON and HTML
+    reports name instances alike. The seed is not in the label: show it beside (`instance_seed_text`).
+    """
+    if instance is None:
+        return suite_name
+    if isinstance(instance, Instance):
+        text, repeat = instance.values_text, instance.repeat
+    else:
+        text, repeat = instance.get("label") or params.values_text(instance.get("values") or {}), instance.get("repeat")
+    if text:
+        return f"{suite_name}[{text}]"
+    # A suite without params: its first run keeps the plain name, as its node id does.
+    return f"{suite_name}[r{repeat}]" if isinstance(repeat, int) and repeat > 1 else suite_name
+
+
+def instance_seed_text(instance: Mapping[str, Any] | Instance | None) -> str:
+    """`seed 7, r3`: what reruns exactly this instance (`--agentbench-seed 7`, the third repeat); empty without an instance."""
+    if instance is None:
+        return ""
+    seed, repeat = (instance.seed, instance.repeat) if isinstance(instance, Instance) else (instance.get("seed"), instance.get("repeat"))
+    return f"seed {seed}, r{repeat}"

@@ -101,7 +101,16 @@ _PARAMS_SCHEMA: dict[str, Any] = {
                         "values": {
                             "type": "array",
                             "minItems": 1,
-                            "items": {"type": ["string", "integer"], "x-expected": "a string or an integer"},
+                            "items": {
+                                "type": ["string", "integer", "object"],
+                                "x-expected": "a string, an integer, or a record of field names to strings and integers",
+                                "minProperties": 1,
+                                "propertyNames": {
+                                    "pattern": "^[A-Za-z_][A-Za-z0-9_]*$",
+                                    "x-expected": "a field name of letters, digits and '_', not starting with a digit (it is used as {name})",
+                                },
+                                "additionalProperties": {"type": ["string", "integer"], "x-expected": "a string or an integer"},
+                            },
                         },
                     },
                 },
@@ -183,7 +192,15 @@ def _spec_rules(where: str, spec: Mapping[str, Any]) -> list[str]:
     if kind == "choice":
         values = spec["values"]
         duplicates = sorted({_show(v) for v in values if values.count(v) > 1})
-        return [f"{where}.values: expected each choice once, got {d} more than once" for d in duplicates]
+        problems = [f"{where}.values: expected each choice once, got {d} more than once" for d in duplicates]
+        records = [value for value in values if isinstance(value, Mapping)]
+        if records and len(records) != len(values):
+            problems.append(f"{where}.values: expected all records or no records (a record choice draws every field at once)")
+        elif records:
+            fields = list(records[0])
+            problems += [f"{where}.values[{index}]: expected the fields {', '.join(fields)} (as values[0]), got {', '.join(record)}"
+                         for index, record in enumerate(records) if set(record) != set(fields)]
+        return problems
     if kind == "integer":
         low, high = spec["min"], spec["max"]
         problems = [
@@ -227,13 +244,55 @@ def rule_problems(declaration: Mapping[str, Any], where: str = "params") -> list
     if not isinstance(declaration, Mapping):
         return problems
     spec_validator = Draft202012Validator(_PARAMS_SCHEMA["additionalProperties"])
+    built_in = ", ".join(f"{{{r}}}" for r in RESERVED)
+    owners: dict[str, str] = {}
     for name, spec in declaration.items():
         if name in RESERVED:
-            built_in = ", ".join(f"{{{r}}}" for r in RESERVED)
             problems.append(f"{where}.{name}: expected a name other than the built-in placeholders {built_in}")
         if isinstance(name, str) and spec_validator.is_valid(spec):
             problems += _spec_rules(f"{where}.{name}", spec)
+            if _record_fields(spec):
+                plain = [other for other, other_spec in declaration.items()
+                         if isinstance(other_spec, Mapping) and not _record_fields(other_spec)]
+                problems += placeholder_problems(spec["values"], tuple(plain), where=f"{where}.{name}.values", keep=())
+            for field_name in _record_fields(spec):
+                if field_name in RESERVED:
+                    problems.append(f"{where}.{name}.values: expected field names other than the built-in placeholders {built_in}")
+                elif (field_name in declaration and field_name != name) or field_name in owners:
+                    other = owners.get(field_name, field_name)
+                    problems.append(f"{where}.{name}.values: field {field_name!r} is also drawn by params.{other}; "
+                                    "expected each placeholder name drawn once")
+                else:
+                    owners[field_name] = name
     return problems
+
+
+def _record_fields(spec: Mapping[str, Any]) -> list[str]:
+    """The field names of a record choice (its first record's), else none."""
+    values = spec.get("values") if spec.get("type") == "choice" else None
+    if isinstance(values, list) and values and isinstance(values[0], Mapping):
+        return [str(key) for key in values[0]]
+    return []
+
+
+def shown_values(declaration: Mapping[str, Any] | None, values: Mapping[str, str | int]) -> dict[str, str | int]:
+    """Param name -> the value a reader sees: a record choice by its field of the param's own name, else its first field."""
+    shown: dict[str, str | int] = {}
+    for name, spec in (declaration or {}).items():
+        fields = _record_fields(spec) if isinstance(spec, Mapping) else []
+        main = name if name in fields or not fields else fields[0]
+        if main in values:
+            shown[name] = values[main]
+    return shown
+
+
+def value_names(declaration: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """The placeholder names a declaration draws: each param's name, or a record choice's field names in its place."""
+    names: list[str] = []
+    for name, spec in (declaration or {}).items():
+        fields = _record_fields(spec) if isinstance(spec, Mapping) else []
+        names += fields or [name]
+    return tuple(names)
 
 
 def validate(declaration: Any, where: str = "params") -> list[str]:
@@ -340,7 +399,8 @@ def instance_values(declaration: Mapping[str, Any] | None, *, seed: int, suite: 
         repeat: The repeat index, 1 for ``r1``.
 
     Returns:
-        Param name -> value (``integer`` params give ints, all others strings or the chosen item).
+        Placeholder name -> value (``integer`` params give ints, all others strings or the chosen item;
+        a record choice gives one value per field, named by the field).
 
     Raises:
         ValueError: For a bad seed, suite or repeat, or an invalid declaration (the problems listed).
@@ -351,7 +411,16 @@ def instance_values(declaration: Mapping[str, Any] | None, *, seed: int, suite: 
     problems = validate(declaration)
     if problems:
         raise ValueError("params: invalid declaration: " + "; ".join(problems))
-    return {name: _generate(spec, _stream(seed, suite, repeat, name)) for name, spec in declaration.items()}
+    drawn: dict[str, str | int] = {}
+    records: dict[str, str | int] = {}
+    for name, spec in declaration.items():
+        value = _generate(spec, _stream(seed, suite, repeat, name))
+        # A record choice draws its fields together (a city and its id): each field is a value.
+        (records if isinstance(value, Mapping) else drawn).update(value if isinstance(value, Mapping) else {name: value})
+    # A record's field may name another param (`first: "{pinNumber}"`: which drawn number comes
+    # first), so a record can order or pair values drawn elsewhere.
+    filled = {key: fill(value, drawn).value for key, value in records.items()}
+    return {name: filled.get(name, drawn.get(name)) for name in value_names(declaration)}  # type: ignore[misc]
 
 
 def instance_id(repeat: int, values: Mapping[str, Any]) -> str:
@@ -444,7 +513,7 @@ def placeholder_problems(value: Any, names: Mapping[str, Any] | tuple[str, ...],
         Sentences like ``verify.screenIncludes[0]: unknown placeholder {contct} (did you mean
         {contact}?); expected a declared param (contact, amount) or {deviceSerial}, ...``.
     """
-    declared = list(names)
+    declared = list(value_names(names)) if isinstance(names, Mapping) else list(names)
     allowed = [*declared, *keep]
     choices = ", ".join(declared) if declared else "none declared"
     built_in = ", ".join(f"{{{k}}}" for k in keep)
@@ -453,9 +522,8 @@ def placeholder_problems(value: Any, names: Mapping[str, Any] | tuple[str, ...],
         for name in sorted({m.group(1) for m in PLACEHOLDER_RE.finditer(text)} - set(allowed)):
             hint = difflib.get_close_matches(name, allowed, n=1)
             guess = f" (did you mean {{{hint[0]}}}?)" if hint else ""
-            problems.append(
-                f"{path}: unknown placeholder {{{name}}}{guess}; expected a declared param ({choices}) or {built_in}"
-            )
+            also = f" or {built_in}" if built_in else ""
+            problems.append(f"{path}: unknown placeholder {{{name}}}{guess}; expected a declared param ({choices}){also}")
     return problems
 
 
@@ -471,13 +539,27 @@ class Instance:
     seed: int
     id: str
     values: Mapping[str, str | int] = field(default_factory=dict)
+    #: What a reader needs to tell instances apart: param name -> value, a record choice shown by
+    #: its main field (`city=Tokyo`, not its id and time zone); empty means `values`.
+    shown: Mapping[str, str | int] = field(default_factory=dict)
+
+    @property
+    def values_text(self) -> str:
+        """The drawn values as `city=Tokyo,snooze=20` (declaration order); empty without params."""
+        return values_text(self.shown or self.values)
 
     def to_json(self) -> dict[str, Any]:
-        """The `instance` block of result.json."""
+        """The `instance` block of result.json; `label` is the values as `city=Tokyo,snooze=20` (see suite.instance.instance_label)."""
         return {
             "id": self.id,
             "repeat": self.repeat,
             "seed": self.seed,
             "derivation": DERIVATION,
             "values": dict(self.values),
+            "label": self.values_text,
         }
+
+
+def values_text(values: Mapping[str, Any]) -> str:
+    """Param values as a reader sees them: `city=Tokyo,snooze=20`, in the given order, nothing elided."""
+    return ",".join(f"{name}={value}" for name, value in values.items())
