@@ -67,8 +67,8 @@ def outcome_of(result: RunResult | Mapping[str, Any]) -> RunOutcome:
     """A run -> the RunOutcome the statistics count (verdict, its cause, summarised metrics, instance id).
 
     An incomplete run without a recorded cause (a document written before causes were) counts
-    as the harness's, as all incomplete runs did then. A result.json mapping (what report/html
-    passes until it reads RunResult) is read through `RunResult.from_json`.
+    as the harness's, as all incomplete runs did then. A result.json mapping (a saved document's
+    run) is read through `RunResult.from_json`.
     """
     run = result if isinstance(result, RunResult) else RunResult.from_json(result)
     status = run.status

@@ -16,14 +16,13 @@ from typing import Any
 
 from pytest_agentbench import __version__
 from pytest_agentbench.records import RunResult, SessionResult
-from pytest_agentbench.report.aggregate import Unrecorded, suite_block
+from pytest_agentbench.report.aggregate import Unrecorded, outcome_of, suite_block
 from pytest_agentbench.report.document import scrub
 from pytest_agentbench.report.html.assets import Assets
 from pytest_agentbench.report.html.charts import ABPoint, SuitePoint, ab_chart, cost_chart, pass_rate_chart
 from pytest_agentbench.report.html.run_view import IDENTITY_FIELDS, anchor_for, run_view
 from pytest_agentbench.report.html.templates import render_template
 from pytest_agentbench.report.stats import DEFAULT_LEVEL, RunOutcome, shown_k, suite_stats
-from pytest_agentbench.report.stats.repeats import metrics_from_result
 
 #: The session-table columns whose delta against the baseline is shown.
 DELTA_METRICS = (("toolCalls", "calls"), ("costUsd", "cost"), ("wallClockSeconds", "wall"))
@@ -35,17 +34,11 @@ def _interval(value: Mapping[str, Any] | None) -> tuple[float | None, float | No
     return value.get("low"), value.get("high")
 
 
-def _outcome(run: RunResult) -> RunOutcome:
-    """A run -> what the statistics count, by the rule of `aggregate.outcome_of` (which still reads documents)."""
-    status = run.status if run.status in ("passed", "failed") else "incomplete"
-    return RunOutcome(status, metrics_from_result(run.metrics), run.instance_key, run.verdict.cause)  # type: ignore[arg-type]
-
-
 def computed_statistics(runs: Sequence[RunResult], level: float = DEFAULT_LEVEL) -> dict[str, Any]:
     """Per-suite statistics from the runs themselves, in the shape of the session document's `statistics` (`aggregate.suite_block`)."""
     by_suite: dict[str, list[RunOutcome]] = {}
     for run in runs:
-        by_suite.setdefault(run.suite or "?", []).append(_outcome(run))
+        by_suite.setdefault(run.suite or "?", []).append(outcome_of(run))
     suites = {suite: suite_block(suite_stats(suite, outcomes, level=level)) for suite, outcomes in by_suite.items()}
     return {"level": level, "shownK": shown_k([len(o) for o in by_suite.values()]), "suites": suites}
 
