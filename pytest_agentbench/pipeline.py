@@ -105,7 +105,7 @@ def conclude(run: Run, context: ConcludeContext, saved: RunResult | None = None,
         comparison=compare(suite.baseline, suite.baseline_tool_sequence, audit.metrics, audit.tool_sequence, fingerprints.comparable()),
         fingerprints=fingerprints, snippet=snippet, scoring_code=scoring, audit_inputs=AuditInputs.of(run), seals=seals,
         preflight_round_trips=run.preflight_round_trips, cleanup=run.cleanup, timing=timing, rerendered=rerendered,
-        sandbox=run.sandbox,
+        sandbox=run.sandbox, demo=suite.declared.demo,
     )
     # Evidence text (the reply, tool results) may echo a secret: the written result never holds one.
     result = RunResult.from_json(scrub(result.to_json(), context.environ))

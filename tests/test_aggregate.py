@@ -262,3 +262,42 @@ def test_a_bad_compare_document_is_a_sentence(tmp_path: Path, content: str | Non
     with pytest.raises(ValueError) as excinfo:
         load_session_document(path)
     assert str(excinfo.value).startswith(f"--agentbench-compare {path}:") and expected in str(excinfo.value)
+
+
+# ----------------------------------------------------------------------------- harness demos
+
+
+def test_a_harness_demo_is_shown_but_never_pooled_into_the_session_line() -> None:
+    from pytest_agentbench.report.terminal import counts_line
+
+    core = [result("contacts-add", "passed", r) for r in (1, 2)] + [result("contacts-add", "failed", 3)]
+    demo = [{**result("wifi-on", "passed", r), "demo": True} for r in (1, 2, 3)]
+    runs = _runs(core + demo)
+    statistics = session_statistics(runs)
+    # The table keeps the demo suite; the session line is the core jobs' alone (2/3, not 5/6).
+    assert [stats.suite for stats in statistics.suites] == ["contacts-add", "wifi-on"]
+    assert statistics.demo_suites == ("wifi-on",)
+    assert (statistics.session.suites, statistics.session.passed, statistics.session.failed) == (1, 2, 1)
+    pooled = session_statistics(_runs(core + [{**document, "demo": False} for document in demo]))
+    assert (pooled.session.suites, pooled.session.passed) == (2, 5)
+    text = render_statistics(statistics)
+    assert "wifi-on (demo)" in text and "not in the session line: wifi-on (harness demos, docs/jobs.md)" in text
+    assert statistics_block(statistics)["demoSuites"] == ["wifi-on"] and "demoSuites" not in statistics_block(pooled)
+    # The counts line still counts every run.
+    assert counts_line(runs, statistics).startswith("6 runs of 2 suites: 5 passed, 1 failed")
+
+
+def test_demo_is_written_only_for_a_demo_suite_and_read_back() -> None:
+    plain = RunResult.from_json(result("contacts-add", "passed", 1))
+    assert plain.demo is False and "demo" not in plain.to_json()
+    marked = RunResult.from_json({**result("wifi-on", "passed", 1), "demo": True})
+    assert marked.demo is True and marked.to_json()["demo"] is True
+    assert RunResult.from_json(marked.to_json()) == marked
+
+
+def test_the_committed_wifi_on_suite_is_the_one_harness_demo() -> None:
+    from pytest_agentbench.suite import load_suite
+
+    root = Path(__file__).resolve().parents[1]
+    suites = {path.stem: load_suite(path, root) for path in sorted((root / "benchmark" / "agent" / "suites").glob("*.yml"))}
+    assert [name for name, suite in suites.items() if suite.demo] == ["wifi-on"]

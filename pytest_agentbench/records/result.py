@@ -113,6 +113,7 @@ class RunResult:
         rerendered: Set on a re-render's document.
         sandbox: How the agent was confined (`run.confine.AgentConfinement.record`); None for
             a run recorded before the sandbox existed.
+        demo: The suite is a harness demo (`demo: true`): shown, never pooled into the session line.
         transcript_tail: The last tool calls, for a failure report; not part of result.json.
     """
 
@@ -145,6 +146,7 @@ class RunResult:
     timing: Mapping[str, Any] = field(default_factory=lambda: {"agent": None, "harness": {}})
     rerendered: Rerendered | None = None
     sandbox: Mapping[str, Any] | None = None
+    demo: bool = False
     transcript_tail: str | None = field(default=None, compare=False)
 
     @property
@@ -249,6 +251,8 @@ class RunResult:
         }
         if self.rerendered is not None:
             document["rerendered"] = self.rerendered.to_json()
+        if self.demo:  # written only for a demo suite's run, so every other document keeps its keys
+            document["demo"] = True
         return document
 
     @classmethod
@@ -288,6 +292,7 @@ class RunResult:
             timing={"agent": None, "harness": {}, **_plain(dict(data.get("timing") or {}))},
             rerendered=Rerendered.from_json(rerendered) if isinstance(rerendered, Mapping) else None,
             sandbox=_plain(data.get("sandbox")),
+            demo=data.get("demo") is True,
         )
 
     def write(self, path: Path) -> None:

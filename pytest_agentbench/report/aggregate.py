@@ -104,6 +104,8 @@ class SessionStatistics:
     suites: tuple[SuiteStats, ...]
     session: SessionStats
     unrecorded: tuple[Unrecorded, ...] = ()
+    #: Suites marked `demo: true` (harness demos): in the table, left out of the session line.
+    demo_suites: tuple[str, ...] = ()
 
     @property
     def level(self) -> float:
@@ -124,7 +126,11 @@ def session_statistics(
         The SessionStatistics; pass@k and pass^k go up to each suite's number of runs.
     """
     suites = tuple(suite_stats(name, outcomes, level=level) for name, outcomes in outcomes_by_suite(results, unrecorded).items())
-    return SessionStatistics(suites, session_stats(suites, level=level), tuple(unrecorded))
+    runs = [result if isinstance(result, RunResult) else RunResult.from_json(result) for result in results]
+    demo = tuple(sorted({run.suite for run in runs if run.demo}))
+    # A harness demo (a job of a dropped kind, docs/jobs.md) is reported, never pooled with the core jobs.
+    core = tuple(stats for stats in suites if stats.suite not in demo)
+    return SessionStatistics(suites, session_stats(core, level=level), tuple(unrecorded), demo)
 
 
 # --------------------------------------------------------------------------- terminal
@@ -181,7 +187,8 @@ def render_statistics(statistics: SessionStatistics, *, width: int = 80, verbose
     rows = []
     for stats in statistics.suites:
         rate = percent(stats.rate) if stats.rate is not None else "no rate"
-        row = [stats.suite, str(stats.runs), f"{stats.passed}/{stats.judged}", incomplete_cell(stats), rate,
+        name = f"{stats.suite} (demo)" if stats.suite in statistics.demo_suites else stats.suite
+        row = [name, str(stats.runs), f"{stats.passed}/{stats.judged}", incomplete_cell(stats), rate,
                _interval(stats.interval), _estimate(stats.pass_at.get(1))]
         if k > 1:
             row += [_estimate(stats.pass_at.get(k)), _estimate(stats.pass_hat.get(k))]
@@ -197,6 +204,8 @@ def render_statistics(statistics: SessionStatistics, *, width: int = 80, verbose
         lines += [fit(f"  {run.nodeid} - {_cut(run.reason)}", width) for run in statistics.unrecorded]
     lines.append("")
     lines.append(fit(format_session(statistics.session), width))
+    if statistics.demo_suites:
+        lines.append(fit(f"not in the session line: {', '.join(statistics.demo_suites)} (harness demos, docs/jobs.md)", width))
     if verbose:
         lines += textwrap.wrap(STATISTICS_LEGEND.format(level=level, k=k), width)
     return "\n".join(lines)
@@ -243,6 +252,7 @@ def statistics_block(statistics: SessionStatistics) -> dict[str, Any]:
         "level": statistics.level,
         "shownK": _k_shown(statistics),
         "suites": {stats.suite: suite_block(stats) for stats in statistics.suites},
+        **({"demoSuites": list(statistics.demo_suites)} if statistics.demo_suites else {}),
         "session": {
             "suites": session.suites,
             "unjudgedSuites": list(session.unjudged_suites),

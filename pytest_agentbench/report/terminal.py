@@ -38,13 +38,14 @@ class Part:
 
 
 def counts_line(results: Sequence[RunResult], statistics: SessionStatistics) -> str:
-    """`13 runs of 13 suites: 11 passed, 1 failed, 1 incomplete (1 the agent's)`."""
-    session = statistics.session
+    """`13 runs of 13 suites: 11 passed, 1 failed, 1 incomplete (1 the agent's)`: every run, harness demos too."""
     runs = len(results) + len(statistics.unrecorded)
     suites = len(statistics.suites)
-    parts = [f"{session.passed} passed", f"{session.failed} failed"]
-    if session.incomplete:
-        parts.append(format_incomplete(session.incomplete, session.incomplete_agent))
+    passed, failed = sum(s.passed for s in statistics.suites), sum(s.failed for s in statistics.suites)
+    incomplete, incomplete_agent = sum(s.incomplete for s in statistics.suites), sum(s.incomplete_agent for s in statistics.suites)
+    parts = [f"{passed} passed", f"{failed} failed"]
+    if incomplete:
+        parts.append(format_incomplete(incomplete, incomplete_agent))
     else:
         parts.append("0 incomplete")
     each = " (one run each)" if single_run(statistics) and runs > 1 else ""

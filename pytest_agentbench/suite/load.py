@@ -118,6 +118,9 @@ class Suite:
     prove: Mapping[str, Any] | None = None
     #: The seeded task instance this suite is (None: the suite as loaded, nothing filled).
     instance: Instance | None = None
+    #: A harness demo (`demo: true`): a job of a dropped kind, run and shown but never pooled into
+    #: the session's core statistics (docs/jobs.md, docs/statistics.md).
+    demo: bool = False
     #: The suite as declared, before its params were filled (None: this is it). Its raw mapping
     #: and prompt text feed the suite digest, so the digest covers the declaration, not the values.
     template: Suite | None = None
@@ -410,6 +413,7 @@ def build_suite(path: Path, data: dict, line: int, app: AppSpec, prompt_path: Pa
         raw=data,
         cleanup=tuple(data.get("cleanup", ())),
         prove=data.get("prove"),
+        demo=bool(data.get("demo", False)),
     )
 
 
