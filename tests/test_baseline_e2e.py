@@ -49,7 +49,9 @@ class BenchRun:
         """The cells of a suite's row in the agentbench summary table."""
         # The per-run table only: the statistics table below it has a row per suite too.
         section = self.stdout.split(" agentbench ", 1)[1].split(" agentbench statistics ", 1)[0]
-        (row,) = [line.split() for line in section.splitlines() if line.split()[:1] == [suite]]
+        # A seeded suite's row is named by its item: `bug-repro[r1-<instance id>]`.
+        (row,) = [line.split() for line in section.splitlines()
+                  if line.split()[:1] and (line.split()[0] == suite or line.split()[0].startswith(f"{suite}[r"))]
         return row
 
 
@@ -181,9 +183,12 @@ def test_second_run_flags_exactly_what_changed(module_adb_server, phone, tmp_pat
 
 
 def break_answer(suite_file: Path) -> None:
-    """A suite that can never pass: the replay agent answers EXPECTED_COUNT: 3."""
+    """A suite that can never pass: the replay agent answers DISPLAYED_COUNT: 0 (the bug it reproduces)."""
     text = suite_file.read_text(encoding="utf-8")
-    suite_file.write_text(text.replace('"EXPECTED_COUNT: 3"', '"EXPECTED_COUNT: 4"'), encoding="utf-8")
+    broken = text.replace('answerIncludes: ["EXPECTED_COUNT: {taps}", "DISPLAYED_COUNT: 0"]',
+                          'answerIncludes: ["EXPECTED_COUNT: {taps}", "DISPLAYED_COUNT: 99"]')
+    assert broken != text, "bug-repro's answerIncludes changed: break another expected line"
+    suite_file.write_text(broken, encoding="utf-8")
 
 
 RECORDING = [
