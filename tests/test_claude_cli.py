@@ -133,6 +133,8 @@ def run_plugin(pytester: pytest.Pytester, phone: str, module_adb_server, claude_
             monkeypatch.setenv(name, value)
         suite = yaml.safe_load((BENCHMARK / "suites" / f"{SUITE_NAME}.yml").read_text())
         suite["preflight"]["settleSeconds"] = 0.2
+        # The scripted model taps Add Item three times: the copy draws that one instance.
+        suite["params"]["taps"] = {"type": "choice", "values": [{"taps": 3, "fewer": 2}]}
         suite["claude"] = {"maxBudgetUsd": 2, "timeoutSeconds": RUN_TIMEOUT_S, **(claude or {})}
         suites = pytester.mkdir("bench") / "suites"
         suites.mkdir()
