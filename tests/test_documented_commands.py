@@ -97,9 +97,12 @@ ONE = ("-k", "bug_repro")
 ONE_THREE_TIMES = ("-k", "bug_repro", "--agentbench-repeat", "3")
 #: Every documented line -> how it runs here. The keys are the lines as the docs have them.
 COMMANDS: dict[str, How] = {
-    f"pytest benchmark/ {REPLAY}": How("run", expect=("13 passed",)),
-    "pytest benchmark/ --agentbench-dry-run": How("run", expect=("13 passed",)),
+    f"pytest benchmark/ {REPLAY}": How("run", expect=("21 passed",)),
+    "pytest benchmark/ --agentbench-dry-run": How("run", expect=("21 passed",)),
     "pytest benchmark/ --device sim --agentbench-prove": How("run", narrow=("-k", "wifi_on")),
+    # Three instances of every suite, proven, is tests/test_instances_e2e.py's; here one seeded suite's.
+    "pytest benchmark/ --device sim --agentbench-prove --agentbench-repeat 3": How("run", narrow=("-k", "testbed_pickup_code"),
+                                                                                    expect=("18 passed",)),  # 3 x (pass, 4 fails, fresh)
     "pytest benchmark/ -p agentbench --device emulator-5554": How("no-phone"),
     f"pytest benchmark/ -k bug_repro {REPLAY} --junitxml=report.xml": How("run", expect=("1 passed",)),
     "pytest benchmark/ -n 4 --device sim:4 --claude agentbench-replay": How("run", narrow=("-k", "bug_repro or wifi_on"),
@@ -123,7 +126,7 @@ COMMANDS: dict[str, How] = {
     "--agentbench-update-suites -rA": How("run", expect=("recorded in 1 attempt(s)",)),
     "pytest tests/test_my_app.py --device sim": How("run", expect=("1 passed",)),
     'pytest benchmark/ -k "chrome or clock" --device emulator-5554': How("no-phone"),
-    "pytest benchmark/ --device sim --agentbench-prove -k prove-fresh": How("run", expect=("13 passed",)),
+    "pytest benchmark/ --device sim --agentbench-prove -k prove-fresh": How("run", expect=("21 passed",)),
     'pytest benchmark/ --device emulator-5554 --agentbench-prove -k "wifi_on and prove-fail"': How("no-phone"),
     "pytest benchmark/agent/suites/bug-repro.yml --device sim --claude agentbench-replay": How("run", expect=("1 passed",)),
     "pytest benchmark/ --device emulator-5554": How("no-phone"),
@@ -131,8 +134,8 @@ COMMANDS: dict[str, How] = {
     "pytest benchmark/ --device sim --agentbench-doctor": How("run", expect=("ready",)),
     "pytest benchmark/ --agentbench-dry-run -k bug_repro": How("run", expect=("1 passed",)),
     "pytest benchmark/agent/suites/ux-flow.yml --agentbench-dry-run": How("run", expect=("1 passed",)),
-    "pytest benchmark/ --collect-only -q": How("run", expect=("benchmark/agent/suites/bug-repro.yml::bug-repro", "13 tests collected")),
-    "pytest benchmark/ --collect-only -q --agentbench-repeat 3": How("run", expect=("::bug-repro[r3]", "39 tests collected")),
+    "pytest benchmark/ --collect-only -q": How("run", expect=("benchmark/agent/suites/bug-repro.yml::bug-repro", "21 tests collected")),
+    "pytest benchmark/ --collect-only -q --agentbench-repeat 3": How("run", expect=("::bug-repro[r3-", "::wifi-on[r3]", "63 tests collected")),
 }
 
 
