@@ -418,6 +418,8 @@ def make_project(root: Path, suites: dict[str, dict[str, Any]], *, template: str
     (agent / "suites").mkdir(parents=True, exist_ok=True)
     (agent / "plans").mkdir(parents=True, exist_ok=True)
     base = yaml.safe_load((BENCHMARK / "suites" / f"{template}.yml").read_text(encoding="utf-8"))
+    if "params" in base:
+        base = _one_instance(template, base, agent / "prompts")
     base_plan = yaml.safe_load((BENCHMARK / "plans" / f"{template}.yml").read_text(encoding="utf-8"))
     for name, overrides in suites.items():
         suite = json.loads(json.dumps(base))
@@ -431,6 +433,49 @@ def make_project(root: Path, suites: dict[str, dict[str, Any]], *, template: str
         plan = (plans or {}).get(name, base_plan)
         (agent / "plans" / f"{name}.yml").write_text(yaml.safe_dump(plan, sort_keys=False), encoding="utf-8")
     return root
+
+
+#: The instance a template with params is fixed to in a project (the fake agents' scripted answers
+#: were written for it): bug-repro's three taps.
+PINNED_VALUES: dict[str, dict[str, Any]] = {"bug-repro": {"taps": 3, "fewer": 2}}
+
+
+def _one_instance(template: str, suite: dict[str, Any], prompts: Path) -> dict[str, Any]:
+    """A seeded template as one fixed instance without params: its values filled in, its prompt a file of its own.
+
+    The projects' suites are named and keyed by their bare names (`suite`, not `suite[r1-3-2]`),
+    and the fakes answer for one known instance; drawing instances is tests/test_instances_e2e.py's.
+    """
+    from pytest_agentbench.suite import load_suite
+    from pytest_agentbench.suite.instance import instantiate
+
+    pinned = json.loads(json.dumps(suite))
+    for name, value in PINNED_VALUES.get(template, {}).items():
+        if name in pinned["params"]:
+            pinned["params"][name] = {"type": "choice", "values": [{**PINNED_VALUES[template]}]}
+            break
+    scratch = prompts.parent / ".template"  # beside suites/, so the prompt's ../prompts path holds
+    scratch.mkdir()
+    try:
+        (scratch / f"{template}.yml").write_text(yaml.safe_dump(pinned, sort_keys=False), encoding="utf-8")
+        instance = instantiate(load_suite(scratch / f"{template}.yml", prompts.parent.parent.parent), seed=0, repeat=1)
+    finally:
+        shutil.rmtree(scratch)
+    flat = _numbers_back({key: value for key, value in instance.raw.items() if key != "params"})
+    (prompts / f"{template}-instance.txt").write_text(instance.prompt_text, encoding="utf-8")
+    flat["prompt"] = f"../prompts/{template}-instance.txt"
+    return flat
+
+
+def _numbers_back(value: Any) -> Any:
+    # A filled `{param}` is text ("3"); where a suite without params wants a number (a step's
+    # `times`, a seed photo's size) it gets the number back.
+    if isinstance(value, dict):
+        return {key: int(item) if key in ("times", "width", "height") and isinstance(item, str) and item.isdigit()
+                else _numbers_back(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_numbers_back(item) for item in value]
+    return value
 
 
 #: Session arguments for fake agents that write markers into the test's directories or report
