@@ -386,13 +386,23 @@ CORE_JOBS = ("chrome-search-engine", "chrome-secure-connections", "clock-world-c
 HARNESS_K = " or ".join(name.replace("-", "_") for name in HARNESS_SUITES)
 
 
-def copy_benchmark_parts(target: Path, suites: tuple[str, ...] = HARNESS_SUITES) -> Path:
-    """Copy `suites` (their files), every prompt and every plan to target/{suites,prompts,plans}; returns target."""
+def copy_benchmark_parts(target: Path, suites: tuple[str, ...] = HARNESS_SUITES, *, one_instance: bool = False) -> Path:
+    """Copy `suites` (their files), every prompt and every plan to target/{suites,prompts,plans}; returns target.
+
+    With `one_instance`, a suite with params is written as its pinned instance without them
+    (`_one_instance`): for tests whose numbers (tool counts, a recorded baseline) are one instance's.
+    """
     for part in ("prompts", "plans"):
         shutil.copytree(BENCHMARK / part, target / part, dirs_exist_ok=True)
     (target / "suites").mkdir(parents=True, exist_ok=True)
     for name in suites:
-        shutil.copy2(BENCHMARK / "suites" / f"{name}.yml", target / "suites" / f"{name}.yml")
+        source = BENCHMARK / "suites" / f"{name}.yml"
+        suite = yaml.safe_load(source.read_text(encoding="utf-8"))
+        if one_instance and "params" in suite:
+            flat = _one_instance(name, suite, target / "prompts")
+            (target / "suites" / f"{name}.yml").write_text(yaml.safe_dump(flat, sort_keys=False), encoding="utf-8")
+        else:
+            shutil.copy2(source, target / "suites" / f"{name}.yml")
     return target
 #: A generous bound for one whole pytest session (a hang detector, not a timing assertion).
 SESSION_TIMEOUT_S = 300

@@ -80,7 +80,7 @@ def run_session(root: Path, *args: str, port: int) -> Session:
 def saved(module_adb_server, tmp_path_factory) -> tuple[Path, Session]:
     """One session on the simulated phone: bug-repro passes, wifi-on (expecting `WIFI: off`) fails."""
     root = tmp_path_factory.mktemp("saved")
-    copy_benchmark_parts(root / "benchmark" / "agent")
+    copy_benchmark_parts(root / "benchmark" / "agent", one_instance=True)
     (root / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
     wifi = root / "benchmark" / "agent" / "suites" / "wifi-on.yml"
     wifi.write_text(wifi.read_text(encoding="utf-8").replace('["WIFI: on"]', '["WIFI: off"]'), encoding="utf-8")
