@@ -32,6 +32,16 @@ def _percent(value: float) -> str:
     return f"{value * 100:.0f}%"
 
 
+def _rate_axis(left: float, plot: float, top: float, height: float) -> list[str]:
+    """Grid lines and labels at 0, 25, 50, 75 and 100% under a plot of pass rates."""
+    parts = []
+    for tick in (0, 0.25, 0.5, 0.75, 1.0):
+        x = left + plot * tick
+        parts.append(f'<line x1="{x:.1f}" y1="{top - 4}" x2="{x:.1f}" y2="{height - 24}" class="grid"/>')
+        parts.append(_text(x, height - 10, _percent(tick), anchor="middle", css="tick"))
+    return parts
+
+
 def _text(x: float, y: float, text: str, *, anchor: str = "start", css: str = "") -> str:
     klass = f' class="{css}"' if css else ""
     return f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}"{klass}>{escape(text)}</text>'
@@ -69,10 +79,7 @@ def pass_rate_chart(points: Sequence[SuitePoint], *, level: str = "95%") -> str 
         # Starts at the plot's left edge with room for about 60 characters before the SVG's right edge.
         _text(left, 16, f"pass rate, {level} Wilson interval (incomplete not counted)", css="caption"),
     ]
-    for tick in (0, 0.25, 0.5, 0.75, 1.0):
-        x = left + plot * tick
-        parts.append(f'<line x1="{x:.1f}" y1="{top - 4}" x2="{x:.1f}" y2="{height - 24}" class="grid"/>')
-        parts.append(_text(x, height - 10, _percent(tick), anchor="middle", css="tick"))
+    parts += _rate_axis(left, plot, top, height)
     for index, point in enumerate(points):
         y = top + row * index
         middle = y + row / 2
@@ -219,10 +226,7 @@ def ab_chart(points: Sequence[ABPoint], *, level: str = "95%") -> str | None:
         f'viewBox="0 0 {width} {height}" role="img" aria-label="Pass rate per suite, baseline against this session, with {escape(level)} intervals">',
         _text(left, 16, f"pass rate: baseline (light) against this session (dark), {level} Wilson interval", css="caption"),
     ]
-    for tick in (0, 0.25, 0.5, 0.75, 1.0):
-        x = left + plot * tick
-        parts.append(f'<line x1="{x:.1f}" y1="{top - 4}" x2="{x:.1f}" y2="{height - 24}" class="grid"/>')
-        parts.append(_text(x, height - 10, _percent(tick), anchor="middle", css="tick"))
+    parts += _rate_axis(left, plot, top, height)
     for index, point in enumerate(points):
         y0 = top + group * index
         name = point.suite if len(point.suite) <= 22 else point.suite[:21] + "…"
