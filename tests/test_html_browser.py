@@ -57,14 +57,14 @@ READ_PAGE = """
       rerendered: !!section.querySelector('h2 .tag'),
       files: [...section.querySelectorAll('p.files a')].map(a => a.textContent.trim()),
       open: section.querySelector('details.run-body').open,
-      instance: section.dataset.instance, repeat: section.dataset.repeat,
+      instance: section.dataset.instance, repeat: section.dataset.repeat, values: text(section, 'summary .values'),
       identity: Object.fromEntries([...section.querySelectorAll('dl.run-identity > div')].map(d => [text(d, 'dt'), text(d, 'dd')])),
     };
   });
   return {
     title: document.title, decoded, images: [...document.images].map(img => img.naturalWidth),
     rows: [...document.querySelectorAll('#session-table tr.run-row')].map(row => row.dataset.run),
-    table: [...document.querySelectorAll('#session-table tr.run-row')].map(row => ({suite: text(row, 'td a'), instance: text(row, '.instance'),
+    table: [...document.querySelectorAll('#session-table tr.run-row')].map(row => ({suite: text(row, 'td a'), instance: text(row, '.instance'), values: text(row, '.values'),
              repeat: text(row, '.repeat'), runId: text(row, '.run-id')})),
     identity: Object.fromEntries([...document.querySelectorAll('#session-identity > div')].map(d => [text(d, 'dt'), text(d, 'dd')])),
     groups: [...document.querySelectorAll('#failure-groups li.failure-group')].map(li => ({count: Number(li.dataset.count),
@@ -305,6 +305,10 @@ def test_the_session_table_carries_each_runs_instance_repeat_and_run_id(committe
     assert {row["suite"]: row["instance"] for row in table}["wifi-on"] == "r1"
     assert all(re.fullmatch(r"\d{8}T\d{6}Z-[0-9a-f]{8}", row["runId"]) for row in table), table
     assert all(re.fullmatch(r"r1(-[^ ]+)?", run["instance"]) and run["repeat"] == "1" for run in committed.dom["runs"])
+    # A seeded run is named by its drawn values and seed too (issue 23); a suite without params is not.
+    values = {row["suite"]: row["values"] for row in table}
+    assert re.fullmatch(r"\[taps=\d\] seed 0, r1", values["bug-repro"]) and values["wifi-on"] in ("", None), values
+    assert {run["suite"]: run["values"] for run in committed.dom["runs"]} == values
 
 
 def test_passed_runs_start_folded_and_each_run_folds_and_unfolds(verdicts: tuple[Page, Path]) -> None:

@@ -20,7 +20,7 @@ from pytest_agentbench.report.aggregate import Unrecorded, outcome_of, suite_blo
 from pytest_agentbench.report.document import scrub
 from pytest_agentbench.report.html.assets import Assets
 from pytest_agentbench.report.html.charts import ABPoint, SuitePoint, ab_chart, cost_chart, pass_rate_chart
-from pytest_agentbench.report.html.run_view import IDENTITY_FIELDS, anchor_for, run_view
+from pytest_agentbench.report.html.run_view import IDENTITY_FIELDS, anchor_for, instance_values_text, run_view
 from pytest_agentbench.report.html.templates import render_template
 from pytest_agentbench.report.stats import DEFAULT_LEVEL, RunOutcome, shown_k, suite_stats
 
@@ -165,6 +165,7 @@ def session_rows(runs: Sequence[RunResult]) -> list[dict[str, Any]]:
         rows.append({
             "anchor": anchor_for(index, run.suite or "?"), "suite": run.suite or "?",
             "instance": run.instance_id or "–", "repeat": "–" if run.repeat_index is None else str(run.repeat_index),
+            "drawn": instance_values_text(run),  # not "values": a template would find dict.values
             "run_id": run.run_id or "–",
             "status": run.status, "reason": run.verdict.reasons[0] if run.verdict.reasons else "",
             "calls": metrics.get("toolCalls", "–"), "turns": metrics.get("turns", "–"),

@@ -26,6 +26,7 @@ from pytest_agentbench.report.html.timeline import build_timeline
 from pytest_agentbench.run.artifacts import RunArtifacts
 from pytest_agentbench.run.stream import read_arrivals
 from pytest_agentbench.servers.screenshots import DATA_SUBDIR, SCREENSHOTS_DIR, read_index
+from pytest_agentbench.suite.instance import instance_label, instance_seed_text
 
 #: The run's files the page links to, in this order, when they exist.
 RUN_FILES = (
@@ -39,6 +40,15 @@ _DIFF_CLASS = {" ": "same", "-": "missing", "+": "extra"}
 _SEEN_CHARS = 2000
 #: Above this many rows the timeline's off-screen rows are not laid out until scrolled to.
 LONG_TIMELINE_ROWS = 200
+
+
+def instance_values_text(run: RunResult) -> str:
+    """A seeded run's drawn values and seed, `[city=Tokyo,snooze=20] seed 0, r3` ("" for a suite without params)."""
+    ref = run.instance_ref
+    if ref is None or not ref.values:
+        return ""
+    label = instance_label(run.suite or "?", run.instance)
+    return f"{label[len(run.suite or '?'):]} {instance_seed_text(run.instance)}"
 
 
 def anchor_for(index: int, suite: str) -> str:
@@ -193,6 +203,7 @@ def run_view(result: RunResult, *, index: int, assets: Assets, environ: Mapping[
     return {
         "anchor": key, "index": index, "suite": suite, "nodeid": result.nodeid or "",
         "instance": result.instance_id or "", "repeat": "" if result.repeat_index is None else str(result.repeat_index),
+        "drawn": instance_values_text(result),  # not "values": a template would find dict.values
         "run_id": result.run_id,
         "identity": identity,
         "identity_cells": [(label, identity[field]) for field, label in IDENTITY_FIELDS if identity[field]],
