@@ -136,16 +136,43 @@ sys.exit(done.returncode)
 """
 
 
+#: Each seeded template's params pinned to the one instance the cases' answers were written for
+#: (London, $48 -> $36, ada@example.co, ...): these cases test what a check accepts, not instances.
+PINS: dict[str, dict[str, Any]] = {
+    "bug-repro": {"taps": {"taps": 3, "fewer": 2}},
+    "clock-world-clock": {"city": {"city": "London", "citySearch": "Lon", "cityId": "C15", "cityZone": "Europe/London"},
+                          "snooze": {"snooze": 15, "otherSnooze": 20}},
+    "messages-pin-archive": {"pinNumber": "+15551230001", "archiveNumber": "+15551230002", "keepNumber": "+15551230003"},
+    "photos-crop": {"size": 0},
+    "qa-shop-bug-report": {"cart": 0},
+    "qa-forms-bug-report": {"user": "ada", "domain": 0},
+    "testbed-pickup-code": {"start": 0},
+}
+
+
+def pinned(template: str, suite: dict[str, Any]) -> dict[str, Any]:
+    """The suite with PINS' params fixed: a value, or the index of the record choice to keep."""
+    params = suite.get("params") or {}
+    for name, value in PINS.get(template, {}).items():
+        kept = params[name]["values"][value] if isinstance(value, int) else value
+        params[name] = {"type": "choice", "values": [kept]}
+    return suite
+
+
 def make_project(root: Path) -> Path:
-    """The committed prompts, and one suite + plan per case, copied from its committed suite."""
+    """The committed prompts, and one suite + plan per case, copied from its committed suite (one instance of it)."""
     agent = root / "benchmark" / "agent"
     shutil.copytree(BENCHMARK / "prompts", agent / "prompts")
     (agent / "suites").mkdir(parents=True)
     (agent / "plans").mkdir(parents=True)
     (root / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
     for name, (template, plan, _, _) in CASES.items():
-        suite = yaml.safe_load((BENCHMARK / "suites" / f"{template}.yml").read_text(encoding="utf-8"))
+        suite = pinned(template, yaml.safe_load((BENCHMARK / "suites" / f"{template}.yml").read_text(encoding="utf-8")))
         suite["name"] = name
+        # The committed steps read the drawn values off the prompt, as the committed plan does.
+        committed = yaml.safe_load((BENCHMARK / "plans" / f"{template}.yml").read_text(encoding="utf-8"))
+        if "fromPrompt" in committed and "fromPrompt" not in plan:
+            plan = {"fromPrompt": committed["fromPrompt"], **plan}
         suite.pop("prove", None)
         if name == "repro-error-then-success":
             prompt = agent / "prompts" / f"{name}.txt"
