@@ -262,9 +262,9 @@ def test_plan_parses_steps(tmp_path):
         ({"steps": [{"tool": "a", "capture": "code"}], "final": "x"}, "steps[0].capture: expected {name: NAME, pattern: REGEX}"),
         ({"steps": [{"tool": "a", "capture": {"name": "c", "pattern": "x", "group": 2}}], "final": "x"},
          "steps[0].capture: unknown key(s) 'group'"),
-        ({"steps": [{"tool": "a"}], "final": "x", "fromPrompt": {"name": "c"}}, "fromPrompt: expected a list of {name: NAME"),
+        ({"steps": [{"tool": "a"}], "final": "x", "fromPrompt": "c"}, "fromPrompt: expected a mapping of placeholder names to regular expressions"),
         ({"steps": [{"tool": "a"}], "final": "x", "fromPrompt": [{"name": "c", "pattern": "(x"}]},
-         "fromPrompt[0].pattern: expected a regular expression"),
+         "fromPrompt.c.pattern: expected a regular expression"),
     ],
 )
 def test_bad_plans_name_file_and_key(tmp_path, data, problem):
@@ -397,7 +397,7 @@ def test_from_prompt_reads_an_instances_drawn_values_off_the_prompt_into_calls_a
     assert status == 0, err
     assert calls_seen(tiny["log"])[-1] == {"tool": "tapOn", "text": "Add Item", "device": "dev0"}
     assert parse_lines(out.splitlines(keepends=True)).final_text == "TAPPED: Add Item\nOTHER: {missing}"
-    assert "fromPrompt 'missing' found no match of /no such text/ in the prompt" in err
+    assert "fromPrompt.missing: /no such text/ matched nothing in the prompt" in err
 
 
 def test_event_and_field_names_match_claude_code(tiny):
@@ -538,8 +538,9 @@ PREFS = (
 )
 ACCEPTANCE = {
     # suite -> (package, deep link or None for the launcher activity, texts the end screen shows)
-    "bug-repro": (PLAYGROUND, "automobile://playground/demos/bugs/repro", ["Expected count: 3", "Displayed count: 0"]),
-    "ux-flow": (PLAYGROUND, "automobile://playground/demos/ux/start", ["Selected plan: Pro", "Flow complete"]),
+    # (a seeded suite's texts name its drawn values; the plan reads them off the instance's prompt)
+    "bug-repro": (PLAYGROUND, "automobile://playground/demos/bugs/repro", ["Expected count: {taps}", "Displayed count: 0"]),
+    "ux-flow": (PLAYGROUND, "automobile://playground/demos/ux/start", ["Selected plan: {plan}", "Flow complete"]),
     "wifi-on": ("com.android.settings", None, ["AndroidWifi"]),
 }
 
@@ -552,7 +553,13 @@ def test_committed_plan_leaves_the_sim_phone_in_the_suites_end_state(suite, tmp_
     from pytest_agentbench.device.uiautomator import parse_hierarchy
     from pytest_agentbench.sim.fleet import SimFleet
 
+    from pytest_agentbench.suite import load_suite, params
+    from pytest_agentbench.suite.instance import instantiate
+
     package, link, end_texts = ACCEPTANCE[suite]
+    instance = instantiate(load_suite(REPO / "benchmark" / "agent" / "suites" / f"{suite}.yml", REPO), seed=0, repeat=1)
+    values = instance.instance.values if instance.instance is not None else {}
+    end_texts = [params.fill(text, values).value for text in end_texts]
     with start_private_adb_server(tmp_path) as adb_server, SimFleet(count=1, adb=adb_server.client()) as fleet:
         serial, phone = fleet.serials[0], fleet.phones[0]
         phone.shell(f"am force-stop {package}")
@@ -572,7 +579,7 @@ def test_committed_plan_leaves_the_sim_phone_in_the_suites_end_state(suite, tmp_
             [sys.executable, "-m", "pytest_agentbench.agents.replay", "-p", "--verbose", "--output-format", "stream-json",
              "--mcp-config", str(config), "--strict-mcp-config", "--allowedTools", "mcp__agentbench",
              "--plan", str(REPO / "benchmark" / "agent" / "plans" / f"{suite}.yml")],
-            input="Do the suite's task.", capture_output=True, text=True, timeout=120, cwd=tmp_path,
+            input=instance.prompt_text, capture_output=True, text=True, timeout=120, cwd=tmp_path,
         )
         assert completed.returncode == 0, completed.stderr
         transcript = parse_lines(completed.stdout.splitlines(keepends=True))
