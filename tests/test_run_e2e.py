@@ -74,7 +74,9 @@ def _run(cwd: Path, args: list[str], adb: PrivateAdbServer, tmp: Path) -> Sessio
     env = session_env(adb.port, tmp / "claims", COLUMNS="200", **SENTINELS)
     done = run_session(cwd, [*args, "--agentbench-output", str(output), f"--junitxml={junit}", "-v", "-rA"], env)
     assert junit.exists(), done.stdout + done.stderr
-    return Session(done, junit_cases(junit), output)
+    # One run per suite here: a seeded suite's item `bug-repro[r1-4-5]` is keyed as `bug-repro`.
+    cases = {re.sub(r"\[r1-[^\]]*\]$", "", name): case for name, case in junit_cases(junit).items()}
+    return Session(done, cases, output)
 
 
 @pytest.fixture(scope="module")
@@ -190,7 +192,8 @@ def test_time_split_adds_up_to_the_agent_wall_clock(committed: Session, suite: s
     assert harness["preflightSeconds"] > 0
     assert f"Time: agent {wall:.1f} s = startup " in committed.terminal
     # -v shows a line per run with its device, verdict, calls and seconds.
-    line = f"agentbench: {suite} on {result['device']['serial']}: passed, {result['metrics']['toolCalls']} tool calls, {wall:.1f} s"
+    item = result["nodeid"].rsplit("::", 1)[-1]  # a seeded suite's item carries its instance id
+    line = f"agentbench: {item} on {result['device']['serial']}: passed, {result['metrics']['toolCalls']} tool calls, {wall:.1f} s"
     assert line in committed.done.stdout
 
 
