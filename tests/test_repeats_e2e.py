@@ -39,7 +39,9 @@ from pytest_agentbench.suite.params import instance_id, instance_values
 SEED = 11
 REPEAT = 12  # r1-r7 pass, r8-r10 fail, r11-r12 end incomplete
 PARAMS = {"ref": {"type": "code", "pattern": "REF-####"}}
-PROMPT = (Path(__file__).resolve().parents[1] / "benchmark" / "agent" / "prompts" / "bug-repro.txt").read_text(encoding="utf-8")
+# bug-repro's prompt for the 3-tap instance the fake agents answer for (make_project pins the same).
+PROMPT = ((Path(__file__).resolve().parents[1] / "benchmark" / "agent" / "prompts" / "bug-repro.txt").read_text(encoding="utf-8")
+          .replace("{taps}", "3").replace("{fewer}", "2"))
 ANSWER = "Done.\nEXPECTED_COUNT: 3\nDISPLAYED_COUNT: 0"
 PASS, FAIL = Behaviour("replay"), Behaviour("answer", {"final": ANSWER})
 # The model endpoint failing (an API error result): incomplete by the harness's doing, so outside
