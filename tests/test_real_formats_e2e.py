@@ -10,6 +10,8 @@ busy screen again.
 
 from __future__ import annotations
 
+import re
+
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -45,7 +47,15 @@ def _run(lab, tmp: Path, *args: str):
     done = run_session(REPO, [*suites, "--device", fleet.serials[0], "--agentbench-output", str(tmp / "out"),
                               f"--junitxml={junit}", "-rA", *args], env)
     assert junit.exists(), done.stdout[-3000:] + done.stderr[-3000:]
-    return done, junit_cases(junit), fleet.phones[0]
+    # One instance per suite: a seeded suite's `name[r1-<id>]` (or `name[r1-<id>-prove-pass]`) read as `name` (`name[prove-pass]`).
+    cases = {_one_instance_key(name): case for name, case in junit_cases(junit).items()}
+    return done, cases, fleet.phones[0]
+
+
+def _one_instance_key(name: str) -> str:
+    if "prove-" in name:
+        return re.sub(r"\[r1-.*?(prove-[^\]]+)\]$", r"[\1]", name)
+    return re.sub(r"\[r1-[^\]]*\]$", "", name)
 
 
 @pytest.fixture(scope="module")
