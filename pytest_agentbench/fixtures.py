@@ -103,6 +103,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     warm = config.stash.get(_controller_warm_key, None)
     if warm is not None:
         warm.stop()
+        shutdown.forget(config.stash[_controller_warm_forced_key])
     adb = config.stash.get(_controller_adb_key, None)
     if adb is not None:
         adb.kill_server()
@@ -110,6 +111,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 _controller_warm_key = pytest.StashKey["WarmStarts"]()
+_controller_warm_forced_key = pytest.StashKey[int]()
 #: The `workerinput` key that hands xdist workers the controller's warm-start socket.
 WARM_SOCKET_INPUT = "agentbench_warm_socket"
 
@@ -129,7 +131,9 @@ def _start_shared_warm_starts(config: pytest.Config) -> None:
         return
     from pytest_agentbench.warm.forkserver import start_fork_server
 
-    config.stash[_controller_warm_key] = start_fork_server(log_path=config.stash[session_key].options.output / WARM_LOG_NAME)
+    warm = config.stash[_controller_warm_key] = start_fork_server(log_path=config.stash[session_key].options.output / WARM_LOG_NAME)
+    # A forced exit (a second signal) skips pytest_unconfigure; the server is told to go anyway.
+    config.stash[_controller_warm_forced_key] = shutdown.on_force_exit(warm.ask_to_stop)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -158,6 +162,7 @@ def warm_starts(config: pytest.Config) -> Iterator[None]:
         from pytest_agentbench.warm.forkserver import start_fork_server
 
         warm = start_fork_server(log_path=config.stash[session_key].options.output / WARM_LOG_NAME)
+    forced = shutdown.on_force_exit(warm.ask_to_stop) if warm is not None else None
     previous = os.environ.get(SOCKET_VARIABLE)
     os.environ[SOCKET_VARIABLE] = shared if shared is not None else str(warm.socket_path)
     try:
@@ -169,6 +174,7 @@ def warm_starts(config: pytest.Config) -> Iterator[None]:
             os.environ[SOCKET_VARIABLE] = previous
         if warm is not None:
             warm.stop()
+            shutdown.forget(forced)
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ a process (the simulated phone), hand over to `agentbench-replay`, or linger aft
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -514,22 +515,40 @@ def pytest_argv(*args: str) -> list[str]:
 def run_in_own_group(argv: list[str], *, cwd: Path, env: dict[str, str], timeout_s: float) -> subprocess.CompletedProcess[str]:
     """Run a command to completion in its own process group and capture its output.
 
-    On a timeout the whole group is killed (the session's simulated phone, adb server and agents
-    with it), not only the command: `subprocess.run(timeout=)` kills the one pid and leaves the rest.
+    On a timeout, or when this test process is interrupted, the command is stopped as a user
+    would stop it (`stop_own_group`): a pytest session given the chance stops its agents, phones
+    and servers itself, which a SIGKILL of its group alone would leave behind (the agents run in
+    groups of their own).
     """
     process = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                stdin=subprocess.DEVNULL, start_new_session=True)
     try:
         stdout, stderr = process.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        _kill_group(process.pid)
-        process.communicate()
-        raise
     except BaseException:
-        _kill_group(process.pid)
-        process.wait()
+        stop_own_group(process)
         raise
     return subprocess.CompletedProcess(argv, process.returncode, stdout, stderr)
+
+
+#: How long a stopped session gets for its own bounded shutdown (it forces its exit after 60 s).
+SESSION_STOP_GRACE_S = 30.0
+
+
+def stop_own_group(process: subprocess.Popen, *, grace_s: float = SESSION_STOP_GRACE_S) -> None:
+    """SIGTERM the command, a second SIGTERM if it is still running after `grace_s` (a session's forced exit), then SIGKILL its group."""
+    try:
+        for wait_s in (grace_s, 5.0):
+            with contextlib.suppress(ProcessLookupError):
+                process.send_signal(signal.SIGTERM)
+            try:
+                process.communicate(timeout=wait_s)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+    finally:
+        # Whatever is left in its group (a simulated phone, an adb server) goes, even on a second Ctrl+C.
+        _kill_group(process.pid)
+        process.communicate()
 
 
 def _kill_group(pgid: int) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +21,7 @@ import yaml
 from pytest_agentbench.suite import load_suite
 
 from adbserver import module_adb_server  # noqa: F401  (fixture)
-from fakeagents import copy_benchmark_parts
+from fakeagents import copy_benchmark_parts, run_in_own_group
 
 REPO = Path(__file__).resolve().parents[1]
 BENCHMARK = REPO / "benchmark" / "agent"
@@ -80,10 +79,7 @@ def run_bench(root: Path, *args: str, device: str, port: int, env: dict[str, str
         sys.executable, "-m", "pytest", *args, "--device", device, "--claude", "agentbench-replay",
         "--agentbench-output", str(root / "out"), "--agentbench-json", str(json_path), "-p", "no:cacheprovider",
     ]
-    done = subprocess.run(
-        argv, cwd=root, env=env or bench_env(port), capture_output=True, text=True,
-        timeout=SESSION_TIMEOUT_S, stdin=subprocess.DEVNULL,
-    )
+    done = run_in_own_group(argv, cwd=root, env=env or bench_env(port), timeout_s=SESSION_TIMEOUT_S)
     document = json.loads(json_path.read_text(encoding="utf-8")) if json_path.exists() else {}
     return BenchRun(done.returncode, done.stdout, done.stderr, document)
 

@@ -11,7 +11,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +22,7 @@ from pytest_agentbench.audit.scoring import scoring_code_digest
 from pytest_agentbench.records import RunResult
 
 from adbserver import module_adb_server  # noqa: F401  (fixture)
-from fakeagents import copy_benchmark_parts
+from fakeagents import copy_benchmark_parts, run_in_own_group
 
 REPO = Path(__file__).resolve().parents[1]
 BENCHMARK = REPO / "benchmark" / "agent"
@@ -67,10 +66,10 @@ def run_session(root: Path, *args: str, port: int) -> Session:
     json_path = root / f"session-{len(list(root.glob('session-*.json')))}.json"
     env = {key: value for key, value in os.environ.items() if not key.startswith(("ANDROID_", "ADB_", "PYTEST_"))}
     env.update(PATH=f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}", ANDROID_ADB_SERVER_PORT=str(port), COLUMNS="80")
-    done = subprocess.run(
+    done = run_in_own_group(
         [sys.executable, "-m", "pytest", *args, "-rA", "--claude", "agentbench-replay", "--agentbench-json", str(json_path),
          "--agentbench-output", str(root / "out"), "-p", "no:cacheprovider"],
-        cwd=root, env=env, capture_output=True, text=True, timeout=SESSION_TIMEOUT_S, stdin=subprocess.DEVNULL,
+        cwd=root, env=env, timeout_s=SESSION_TIMEOUT_S,
     )
     document = json.loads(json_path.read_text(encoding="utf-8")) if json_path.exists() else {}
     return Session(done.returncode, done.stdout + done.stderr, document)

@@ -31,6 +31,7 @@ from fakeagents import (
     write_dispatcher,
 )
 
+from pytest_agentbench.fixtures import WARM_LOG_NAME
 from pytest_agentbench.device.adb import Adb, AdbEndpoint
 from pytest_agentbench.device.claims import benchmark_lock_path
 from pytest_agentbench.run.runner import DEFAULT_GRACE_SECONDS
@@ -201,6 +202,17 @@ class _Interrupted:
             stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=_default_signals,
         )
         self.agent: dict | None = None
+        self.warm_log = tmp_path / "out" / WARM_LOG_NAME
+
+    def warm_server_gone(self, within_s: float = 10.0) -> bool:
+        """Whether the session's warm-start server (the pid its log names) has exited, waiting up to `within_s`."""
+        ready = [line for line in self.warm_log.read_text(encoding="utf-8").splitlines() if " ready pid=" in line]
+        assert ready, f"the session started no warm-start server: the check proves nothing ({self.warm_log})"
+        pid = int(ready[-1].split(" ready pid=")[1].split()[0])
+        deadline = time.monotonic() + within_s
+        while pid_alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return not pid_alive(pid)
 
     def wait_for_agent(self) -> dict:
         self.agent = _wait_for(self.marker, self.proc)
@@ -276,6 +288,7 @@ def test_sigterm_or_sighup_mid_run_stops_the_agent_and_what_the_session_started(
     assert processes_in_group(session.proc.pid) == [], "pytest left a child in its own process group"
     assert _claim_files(claims) == []
     assert stopped_adb, "the adb server the session started outlived it"
+    assert session.warm_server_gone(), "the warm-start server outlived the session"
 
 
 def test_a_second_ctrl_c_ends_at_once(adb_server: PrivateAdbServer, tmp_path: Path) -> None:
@@ -307,6 +320,7 @@ def test_a_second_ctrl_c_ends_at_once(adb_server: PrivateAdbServer, tmp_path: Pa
     assert processes_in_group(started["pgid"]) == []
     assert not pid_alive(started["child"])
     assert _claim_files(claims) == []
+    assert session.warm_server_gone(), "the warm-start server outlived a forced exit"
 
 
 # ----------------------------------------------------------------------------- the benchmark lock

@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from adbserver import module_adb_server  # noqa: F401  (fixture)
-from fakeagents import copy_benchmark_parts
+from fakeagents import copy_benchmark_parts, run_in_own_group
 
 REPO = Path(__file__).resolve().parents[1]
 BENCHMARK = REPO / "benchmark" / "agent"
@@ -84,10 +84,10 @@ def run_session(root: Path, *args: str, port: int) -> Session:
     json_path = root / f"session-{len(list(root.glob('session-*.json')))}.json"
     env = {key: value for key, value in os.environ.items() if not key.startswith(("ANDROID_", "ADB_", "PYTEST_"))}
     env.update(PATH=f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}", ANDROID_ADB_SERVER_PORT=str(port), COLUMNS=str(COLUMNS))
-    done = subprocess.run(
+    done = run_in_own_group(
         [sys.executable, "-m", "pytest", *args, "--claude", "agentbench-replay", "--agentbench-json", str(json_path),
          "--agentbench-output", str(root / "out"), "-p", "no:cacheprovider"],
-        cwd=root, env=env, capture_output=True, text=True, timeout=SESSION_TIMEOUT_S, stdin=subprocess.DEVNULL,
+        cwd=root, env=env, timeout_s=SESSION_TIMEOUT_S,
     )
     document = json.loads(json_path.read_text(encoding="utf-8")) if json_path.exists() else {}
     return Session(done.returncode, done.stdout + done.stderr, document)
@@ -216,10 +216,9 @@ def test_readme_lists_the_main_job_as_this_test_runs_it():
 
 def test_the_main_job_prints_at_most_40_lines_and_no_progress_line_off_a_terminal(module_adb_server, tmp_path):
     # In the repository itself, so pytest's header is the one a user sees (its ini file, its plugins).
-    done = subprocess.run(
+    done = run_in_own_group(
         [sys.executable, "-m", "pytest", *MAIN_JOB, "--agentbench-output", str(tmp_path / "out"), "-p", "no:cacheprovider"],
-        cwd=REPO, env=main_job_env(module_adb_server.port), capture_output=True, text=True,
-        timeout=SESSION_TIMEOUT_S, stdin=subprocess.DEVNULL,
+        cwd=REPO, env=main_job_env(module_adb_server.port), timeout_s=SESSION_TIMEOUT_S,
     )
     lines = (done.stdout + done.stderr).splitlines()
     assert done.returncode == 0, "\n".join(lines)

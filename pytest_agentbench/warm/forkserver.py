@@ -321,6 +321,11 @@ class WarmStarts:
             time.sleep(0.02)
         return False
 
+    def ask_to_stop(self) -> None:
+        """SIGTERM the server without waiting (a forced exit): it stops every program's group, then itself."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signal.SIGTERM)
+
     def stop(self, grace_s: float = 5.0) -> None:
         """Stop the server and every program it runs (their groups first, then its own group); safe to call twice."""
         if self._stopped:
