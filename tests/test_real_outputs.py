@@ -11,10 +11,15 @@ from pytest_agentbench.baseline.fingerprints import parse_device_fingerprint
 from pytest_agentbench.checks.appops import default_mode
 from pytest_agentbench.checks.base import DeviceReads, RawRead, is_missing_file, unreadable
 from pytest_agentbench.checks.cleanup import appop_modes, appop_tracker, leftovers, undo_actions
+from pytest_agentbench.checks.content import rows_snapshot
+from pytest_agentbench.checks.provider import parse_rows, provider_error
+from pytest_agentbench.device.hostprotocol import DeviceInfo, _parse_devices_l
+from pytest_agentbench.device.rootshell import SU_FORMS, parse_su_form, su_form_outputs
 from pytest_agentbench.device.uiautomator import extract_hierarchy, screen_includes
 
 REAL = Path(__file__).parent / "data" / "real"
 MARK = "@@agentbench-fp@@"
+SU_MARK = "@@agentbench-su@@"
 
 
 def real(name: str) -> str:
@@ -95,3 +100,72 @@ def test_a_shell_saying_no_such_file_about_the_command_is_not_a_missing_file() -
     raw = RawRead(127, "/system/bin/sh: cat: No such file or directory\n")
     assert not is_missing_file(raw)
     assert "did not run as written" in (unreadable(raw, "the file") or "")
+
+
+def su_probe_output(said: dict[str, str]) -> str:
+    """What `su_form_probe()` prints when each named form printed the given text (forms not named print nothing)."""
+    return "".join(f"{SU_MARK} {form}\n{said.get(form, '')}" for form in SU_FORMS) + f"{SU_MARK} end\n"
+
+
+def test_the_emulator_su_refusing_dash_c_is_not_root_and_not_a_missing_file() -> None:
+    refusal = real("su-emulator-invalid-uid-gid-c.txt")
+    probe = su_probe_output({"su -c": refusal})
+    assert su_form_outputs(probe)["su -c"] == "/system/xbin/su: invalid uid/gid '-c'"
+    assert parse_su_form(probe) is None
+    raw = RawRead(1, refusal)
+    assert not is_missing_file(raw)
+    why = unreadable(raw, "Chrome's Preferences")
+    assert why is not None and "did not run as written" in why and "invalid uid/gid '-c'" in why
+    assert "does not exist" not in why and "no `su`" not in why
+
+
+def test_a_magisk_root_id_picks_that_form_and_the_fingerprint_records_it() -> None:
+    root_id = real("su-id-magisk-root.txt")
+    # AOSP's su refuses `-c`; Magisk's answers it: the form that printed uid=0 is the one recorded.
+    probe = su_probe_output({"su 0": real("su-emulator-invalid-uid-gid-c.txt"), "su -c": root_id})
+    assert parse_su_form(probe) == "su -c"
+    assert parse_device_fingerprint(f"{MARK}begin suForm\n{probe}{MARK}end suForm\n")["suForm"] == "su -c"
+    # The same id printed for a shell user is not root.
+    shell_id = root_id.replace("uid=0(root)", "uid=2000(shell)")
+    assert parse_su_form(su_probe_output({"su 0": shell_id, "su -c": shell_id, "su root": shell_id})) is None
+
+
+def test_a_missing_provider_is_a_sentence_not_an_empty_result() -> None:
+    text = real("content-query-could-not-find-provider.txt")
+    expected = ("the content provider com.github.cheeriotb.isdrap.provider is not on this device "
+                "(IllegalStateException: Could not find provider: com.github.cheeriotb.isdrap.provider)")
+    assert provider_error(text) == expected
+    assert parse_rows(text, ["_id"]) == []  # no Row: lines: only the provider check tells failure from "none"
+    assert rows_snapshot(text, ("_id",), "content://com.github.cheeriotb.isdrap.provider", RawRead(0, text)) == {
+        "error": expected}
+
+
+def test_a_real_row_splits_at_its_columns_with_null_empty_and_a_colon_in_a_value() -> None:
+    row = real("content-query-notepad-row.txt")
+    columns = ["source", "parent_id", "timestamp", "sharekey", "hashcodes", "photo_thumb", "altitude",
+               "api_pending_op", "depth", "short_text", "_id", "note_mode", "nodeid", "source_url", "photo_revision",
+               "accuracy_position", "longitude", "shareURL", "owner_id", "owner", "reminder", "photo", "photo_src",
+               "server_modified_at", "publicURL", "speed", "accuracy_altitude", "child_count", "display_order",
+               "text", "latitude", "bearing", "labels", "created", "parent_nodeid"]
+    assert provider_error(row) is None
+    [parsed] = parse_rows(row, columns)
+    assert parsed["text"] == "Password: helloworld"
+    assert parsed["source"] is None and parsed["photo_thumb"] is None and parsed["source_url"] is None
+    assert parsed["hashcodes"] == "" and parsed["labels"] == ""
+    assert (parsed["_id"], parsed["owner"], parsed["timestamp"], parsed["parent_nodeid"]) == (
+        "1", "Me", "1481856516807", "-1")
+    # A projection the row does not show, in that order, is refused, not guessed.
+    with pytest.raises(ValueError, match="expected column 'text'"):
+        parse_rows(row, ["text", *columns[1:]])
+
+
+@pytest.mark.parametrize(("name", "device"), [
+    ("adb-devices-l-huawei-usb.txt",
+     DeviceInfo(serial="UYT5T18414003349", state="device", product="ALP-AL00", model="ALP_AL00", device="HWALP",
+                transport_id=23)),
+    ("adb-devices-l-xiaomi-usb-path.txt",
+     DeviceInfo(serial="n311r05e", state="device", product="alioth", model="M2012K11AC", device="alioth",
+                transport_id=58)),
+])
+def test_real_devices_l_lines_with_a_usb_field_read_every_field(name: str, device: DeviceInfo) -> None:
+    assert _parse_devices_l(real(name)) == [device]
