@@ -15,7 +15,17 @@ from pytest_agentbench.checks.content import rows_snapshot
 from pytest_agentbench.checks.provider import parse_rows, provider_error
 from pytest_agentbench.device.hostprotocol import DeviceInfo, _parse_devices_l
 from pytest_agentbench.device.rootshell import SU_FORMS, parse_su_form, su_form_outputs
-from pytest_agentbench.device.uiautomator import extract_hierarchy, screen_includes
+from pytest_agentbench.device.uiautomator import (
+    app_texts,
+    extract_hierarchy,
+    format_elements,
+    indexed_elements,
+    parse_screen,
+    screen_includes,
+    screen_signature,
+)
+from pytest_agentbench.mcp_server.driver import Observation
+from pytest_agentbench.mcp_server.server import _node_by_text
 
 REAL = Path(__file__).parent / "data" / "real"
 MARK = "@@agentbench-fp@@"
@@ -169,3 +179,35 @@ def test_a_real_row_splits_at_its_columns_with_null_empty_and_a_colon_in_a_value
 ])
 def test_real_devices_l_lines_with_a_usb_field_read_every_field(name: str, device: DeviceInfo) -> None:
     assert _parse_devices_l(real(name)) == [device]
+
+
+def observation(xml: str, foreground: str) -> Observation:
+    screen = parse_screen(xml)
+    return Observation(foreground=foreground, screen=screen, elements=indexed_elements(screen),
+                       signature=screen_signature(screen.nodes), raw_chars=len(xml), xml=xml)
+
+
+def test_an_android_14_status_bar_clock_with_u202f_matches_a_plain_space_everywhere() -> None:
+    xml = real("uiautomator-status-bar-clock-nnbsp.xml")
+    seen = observation(xml, "com.android.systemui")
+    [clock] = seen.screen.nodes
+    assert (clock.text, clock.content_desc, clock.resource_id) == ("6:44", "6:44\u202fPM", "com.android.systemui:id/clock")
+    # The screen oracle, the observe text and tapOn(text) read U+202F as the space a suite writes.
+    assert screen_includes(app_texts(seen.screen.nodes, "com.android.systemui"), "6:44 PM")
+    assert not screen_includes(app_texts(seen.screen.nodes, "com.android.systemui"), "6:44 AM")
+    assert '"6:44" "6:44 PM" #clock' in seen.text and "\u202f" not in seen.text
+    assert _node_by_text(seen, "6:44 PM") == clock
+
+
+def test_whatsapp_times_with_u202f_match_as_the_app_shows_them_lowercase() -> None:
+    xml = real("uiautomator-samsung-whatsapp-times-nnbsp.xml")
+    seen = observation(xml, "com.whatsapp")
+    texts = app_texts(seen.screen.nodes, "com.whatsapp")
+    assert texts == ["10:10\u202fam", "11:35\u202fam"]  # the status bar's 11:32\u202fpm is System UI's, not the app's
+    assert screen_includes(texts, "10:10 am") and screen_includes(texts, "11:35 am")
+    assert not screen_includes(texts, "10:10 AM")  # the oracle is case-sensitive: this locale prints `am`
+    assert not screen_includes(texts, "0:10 am")  # still a standalone match
+    assert '"10:10 am" #date' in seen.text and '"11:35 am" #date' in seen.text and "\u202f" not in seen.text
+    late = _node_by_text(seen, "11:35 am")
+    assert (late.text, late.bounds) == ("11:35\u202fam", (810, 731, 951, 777))
+    assert _node_by_text(seen, "11:35 AM") == late  # tapOn falls back to a case-blind match
