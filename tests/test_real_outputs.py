@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from pytest_agentbench.agents.model.ui_tree import from_mobile_mcp
-from pytest_agentbench.baseline.fingerprints import parse_device_fingerprint
+from pytest_agentbench.baseline.fingerprints import parse_app_build, parse_device_fingerprint
 from pytest_agentbench.checks.appops import default_mode
 from pytest_agentbench.checks.base import DeviceReads, RawRead, is_missing_file, unreadable
 from pytest_agentbench.checks.cleanup import appop_modes, appop_tracker, leftovers, undo_actions
@@ -211,3 +211,14 @@ def test_whatsapp_times_with_u202f_match_as_the_app_shows_them_lowercase() -> No
     late = _node_by_text(seen, "11:35 am")
     assert (late.text, late.bounds) == ("11:35\u202fam", (810, 731, 951, 777))
     assert _node_by_text(seen, "11:35 AM") == late  # tapOn falls back to a case-blind match
+
+
+def test_a_real_dumpsys_package_gives_the_build_fingerprint() -> None:
+    text = real("dumpsys-package-gnirehtet.txt")
+    assert parse_app_build(text) == {"versionName": "2.3", "versionCode": 6, "lastUpdateTime": "2019-06-06 13:19:05"}
+    # With the suite's APK, its hash takes the install time's place (preflight reinstalls it every run).
+    assert parse_app_build(text, apk_sha256="ab12") == {"versionName": "2.3", "versionCode": 6, "apkSha256": "ab12"}
+    # The same package listed again as the factory version of an updated system app does not count.
+    updated = text.replace("versionName=2.3", "versionName=2.4").replace("versionCode=6 ", "versionCode=7 ")
+    hidden = updated + "\nHidden system packages:\n" + text
+    assert parse_app_build(hidden)["versionName"] == "2.4" and parse_app_build(hidden)["versionCode"] == 7
