@@ -131,10 +131,11 @@ def test_the_emulator_su_refusing_dash_c_is_not_root_and_not_a_missing_file() ->
 
 def test_a_magisk_root_id_picks_that_form_and_the_fingerprint_records_it() -> None:
     root_id = real("su-id-magisk-root.txt")
-    # AOSP's su refuses `-c`; Magisk's answers it: the form that printed uid=0 is the one recorded.
-    probe = su_probe_output({"su 0": real("su-emulator-invalid-uid-gid-c.txt"), "su -c": root_id})
+    # The form that printed uid=0 is the one recorded; when several did, the first tried.
+    probe = su_probe_output({"su -c": root_id})
     assert parse_su_form(probe) == "su -c"
     assert parse_device_fingerprint(f"{MARK}begin suForm\n{probe}{MARK}end suForm\n")["suForm"] == "su -c"
+    assert parse_su_form(su_probe_output({"su 0": root_id, "su -c": root_id})) == "su 0"
     # The same id printed for a shell user is not root.
     shell_id = root_id.replace("uid=0(root)", "uid=2000(shell)")
     assert parse_su_form(su_probe_output({"su 0": shell_id, "su -c": shell_id, "su root": shell_id})) is None
