@@ -138,7 +138,9 @@ def show(value: Any) -> str:
 # command's words to a shell as a script name) or su saying it is su's own syntax, not a missing file.
 _NO_SUCH_FILE = re.compile(r"^(?!(?:\S*/)?sh: )(?!su: )\S+: .+: No such file or directory", re.IGNORECASE | re.MULTILINE)
 _NO_SU = re.compile(r"\bsu\b.*(inaccessible or not found|not found|No such file)", re.IGNORECASE)
-_ANY_NO_SUCH_FILE = re.compile(r"No such file or directory|inaccessible or not found", re.IGNORECASE)
+#: A "No such file" about something other than the path, or su refusing its own arguments (the emulator's
+#: `su: invalid uid/gid '-c'`): the command did not run as written.
+_NOT_RUN_AS_WRITTEN = re.compile(r"No such file or directory|inaccessible or not found|\binvalid uid/gid\b", re.IGNORECASE)
 
 
 def is_missing_file(raw: RawRead) -> bool:
@@ -169,7 +171,7 @@ def unreadable(raw: RawRead | None, what: str) -> str | None:
         return f"{what} needs root and `su` refused: {cut(raw.text, 200)}"
     if _NO_SUCH_FILE.search(raw.text):
         return f"{what} does not exist"
-    if _ANY_NO_SUCH_FILE.search(raw.text):
+    if _NOT_RUN_AS_WRITTEN.search(raw.text):
         return (f"{what} could not be read: the root command did not run as written, so this says nothing about "
                 f"the file (su's own syntax? the device's su form is detected as the fingerprint's suForm): "
                 f"{cut(raw.text, 200)}")
