@@ -143,18 +143,20 @@ def _compact(comparison: Comparison, flags: Sequence[ComparabilityFlag], width: 
     head = (f"{comparison.suite}: {side(comparison.passed_a, comparison.judged_a, comparison.incomplete_a)} -> "
             f"{side(comparison.passed_b, comparison.judged_b, comparison.incomplete_b)}, {format_difference(comparison)}, "
             f"{test} {format_p(comparison.p_value)} ({design})")
-    # The verdict's first clause; -v adds what it says about the detectable difference.
-    lines = [head, f"  {comparison.verdict.split('; ', 1)[0]}"]
+    # The verdict's first clause without its parenthesis (the p-value is on the line above; what
+    # this N could detect is -v's, and the overall block's), then the setups that differ.
+    verdict = comparison.verdict.split("; ", 1)[0]
+    line = f"  {verdict.split(' (', 1)[0] if verdict.endswith(')') else verdict}"
     if flags:
-        lines.append(f"  setups differ: {', '.join(FLAG_ABBREVIATIONS.get(flag.kind, flag.kind) for flag in flags)}")
-    return [fit(line, width) for line in lines]
+        line += f"; setups differ: {', '.join(FLAG_ABBREVIATIONS.get(flag.kind, flag.kind) for flag in flags)}"
+    return [fit(head, width), fit(line, width)]
 
 
 def render_comparison(report: ABReport, *, width: int = 80, verbose: bool = True) -> str:
     """The comparison section: each suite both sides ran, then the pooled overall comparison and the mean difference.
 
-    With `verbose` off (the default verbosity) each suite takes two lines (three when the
-    setups differ); `-v` gives every suite both rates with intervals, the metric deltas and
+    With `verbose` off (the default verbosity) each suite takes two lines (both counts, the
+    difference and the test; the verdict and the setups that differ); `-v` gives every suite both rates with intervals, the metric deltas and
     each flag's message.
     """
     comparison = report.comparison
