@@ -91,6 +91,37 @@ class RunFailure(TerminalRepr):
             tw.line(line)
 
 
+#: Where a serialized report's longrepr holds a RunFailure (pytest-xdist sends reports as JSON).
+RUN_FAILURE_KEY = "agentbench_run_failure"
+
+
+def run_failure_to_serializable(report: pytest.TestReport) -> dict[str, Any] | None:
+    """A report whose failure is a RunFailure -> pytest's JSON form with the failure's text and line; None for any other.
+
+    pytest would send it as its text alone, so under xdist the short summary would lose the
+    reasons' line and JUnit's message would be the whole report.
+    """
+    failure = report.longrepr
+    if not isinstance(failure, RunFailure):
+        return None
+    data = report._to_json()
+    data["$report_type"] = type(report).__name__
+    crash = failure.reprcrash
+    data["longrepr"] = {RUN_FAILURE_KEY: {"text": failure.text, "path": crash.path, "lineno": crash.lineno, "message": crash.message}}
+    return data
+
+
+def run_failure_from_serializable(data: dict[str, Any]) -> pytest.TestReport | None:
+    """`run_failure_to_serializable`'s JSON -> the report with its RunFailure; None for any other report's."""
+    longrepr = data.get("longrepr")
+    if data.get("$report_type") != "TestReport" or not isinstance(longrepr, dict) or RUN_FAILURE_KEY not in longrepr:
+        return None
+    failure = longrepr[RUN_FAILURE_KEY]
+    report = pytest.TestReport._from_json({**data, "longrepr": None})
+    report.longrepr = RunFailure(failure["text"], ReprFileLocation(failure["path"], failure["lineno"], failure["message"]))
+    return report
+
+
 def run_failure(error: AgentbenchError, config: pytest.Config, path: Path, line: int) -> RunFailure:
     text = failure_text(error, config.option.tbstyle)
     first = str(error).splitlines()[0] if str(error) else ""

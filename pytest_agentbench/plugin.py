@@ -14,7 +14,7 @@ from pytest_agentbench.failures import PLUGIN_NAME as FAILURE_FOLD_PLUGIN_NAME
 from pytest_agentbench.failures import FailureFold
 from pytest_agentbench.interruption import PLUGIN_NAME as INTERRUPTION_PLUGIN_NAME
 from pytest_agentbench.interruption import RunLedger
-from pytest_agentbench.items import SuiteFile, collect_saved_runs
+from pytest_agentbench.items import SuiteFile, collect_saved_runs, run_failure_from_serializable, run_failure_to_serializable
 from pytest_agentbench.options import add_options
 from pytest_agentbench.progress import PLUGIN_NAME as PROGRESS_PLUGIN_NAME
 from pytest_agentbench.progress import ProgressReporter
@@ -66,6 +66,15 @@ def pytest_collection(session: pytest.Session) -> bool | None:
     session.config.hook.pytest_collection_finish(session=session)
     session.testscollected = len(session.items)
     return True
+
+
+def pytest_report_to_serializable(report: pytest.TestReport) -> dict | None:
+    # A run's failure crosses from an xdist worker whole: its text and its one line apart.
+    return run_failure_to_serializable(report) if isinstance(report, pytest.TestReport) else None
+
+
+def pytest_report_from_serializable(data: dict) -> pytest.TestReport | None:
+    return run_failure_from_serializable(data)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -6,6 +6,7 @@ tests/test_output_e2e.py's.
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 
 import pytest
@@ -72,3 +73,26 @@ def test_only_a_failed_verdict_drops_its_reasons_line(tbstyle: str, expected: st
     assert failure_text(PreflightError("preflight failed\n\nthe app did not start"), tbstyle) == expected
     assert failure_text(VerdictFailed({}, "failed: a\n\nbug-repro: FAILED\n  - a"), tbstyle).startswith(
         {"auto": "bug-repro: FAILED", "long": "bug-repro: FAILED", "short": "failed: a", "line": ""}[tbstyle])
+
+
+def test_a_run_failure_crosses_from_an_xdist_worker_whole() -> None:
+    from _pytest._code.code import ReprFileLocation
+
+    from pytest_agentbench.items import RunFailure, run_failure_from_serializable, run_failure_to_serializable
+
+    failure = RunFailure("bug-repro[r2]: FAILED\n  - no final answer\n", ReprFileLocation("suites/bug-repro.yml", 3, "failed: no final answer"))
+    report = pytest.TestReport("suites/bug-repro.yml::bug-repro[r2]", ("suites/bug-repro.yml", 2, "suite: bug-repro[r2]"), {},
+                               "failed", failure, "call", user_properties=[("agentbench_verdict", "failed")])
+    data = run_failure_to_serializable(report)
+    assert data is not None
+    back = run_failure_from_serializable(json.loads(json.dumps(data)))
+    assert back is not None and isinstance(back.longrepr, RunFailure)
+    # pytest would have sent the text alone: the short summary's and JUnit's line would be lost.
+    assert back.longrepr.text == failure.text and back.longrepr.reprcrash.message == "failed: no final answer"
+    assert (back.longrepr.reprcrash.path, back.longrepr.reprcrash.lineno) == ("suites/bug-repro.yml", 3)
+    assert (back.nodeid, back.outcome, back.when) == (report.nodeid, "failed", "call")
+    assert [tuple(pair) for pair in back.user_properties] == [("agentbench_verdict", "failed")]  # JSON makes pairs lists
+    # Any other report is pytest's to serialize.
+    plain = pytest.TestReport("t.py::t", ("t.py", 0, "t"), {}, "failed", "AssertionError", "call")
+    assert run_failure_to_serializable(plain) is None
+    assert run_failure_from_serializable({**plain._to_json(), "$report_type": "TestReport"}) is None
