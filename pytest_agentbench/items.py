@@ -19,7 +19,7 @@ from _pytest._code.code import ReprFileLocation, TerminalRepr
 from _pytest._io import TerminalWriter
 from _pytest.fixtures import TopRequest
 
-from pytest_agentbench.errors import AgentbenchError, SavedRunError, SuiteError
+from pytest_agentbench.errors import AgentbenchError, SavedRunError, SuiteError, VerdictFailed
 from pytest_agentbench.options import attempts_for
 from pytest_agentbench.outcome import publish_outcome, run_suite_item
 from pytest_agentbench.pipeline import ConcludeContext, Scenario, rerender, resolve_result_paths, scenarios_of
@@ -60,17 +60,18 @@ class SuiteFile(pytest.File):
 def failure_text(error: AgentbenchError, tbstyle: str) -> str:
     """A failed run as pytest prints it, once, shortened the way `--tb` asks.
 
-    A failed verdict's message is its reasons, a blank line, then the run's report: `--tb=line`
-    keeps the first line, `--tb=short` the reasons, `--tb=no` nothing; the default keeps it all.
+    A failed verdict's message is its reasons on one line, a blank line, then the run's report,
+    which lists the reasons again: the failures section shows the report alone (the line is the
+    short summary's and JUnit's message), `--tb=short` the reasons' line, and `--tb=line` and
+    `--tb=no` nothing, as pytest writes the one line itself.
     """
     text = str(error)
-    if tbstyle == "no":
+    if tbstyle in ("no", "line"):
         return ""
-    if tbstyle == "line":
-        return text.splitlines()[0] if text else text
+    head, _, report = text.partition("\n\n")
     if tbstyle == "short":
-        return text.split("\n\n", 1)[0]
-    return text
+        return head
+    return report if isinstance(error, VerdictFailed) and report else text
 
 
 @dataclasses.dataclass(eq=False)
@@ -90,10 +91,42 @@ class RunFailure(TerminalRepr):
             tw.line(line)
 
 
+#: Where a serialized report's longrepr holds a RunFailure (pytest-xdist sends reports as JSON).
+RUN_FAILURE_KEY = "agentbench_run_failure"
+
+
+def run_failure_to_serializable(report: pytest.TestReport) -> dict[str, Any] | None:
+    """A report whose failure is a RunFailure -> pytest's JSON form with the failure's text and line; None for any other.
+
+    pytest would send it as its text alone, so under xdist the short summary would lose the
+    reasons' line and JUnit's message would be the whole report.
+    """
+    failure = report.longrepr
+    if not isinstance(failure, RunFailure):
+        return None
+    data = report._to_json()
+    data["$report_type"] = type(report).__name__
+    crash = failure.reprcrash
+    data["longrepr"] = {RUN_FAILURE_KEY: {"text": failure.text, "path": crash.path, "lineno": crash.lineno, "message": crash.message}}
+    return data
+
+
+def run_failure_from_serializable(data: dict[str, Any]) -> pytest.TestReport | None:
+    """`run_failure_to_serializable`'s JSON -> the report with its RunFailure; None for any other report's."""
+    longrepr = data.get("longrepr")
+    if data.get("$report_type") != "TestReport" or not isinstance(longrepr, dict) or RUN_FAILURE_KEY not in longrepr:
+        return None
+    failure = longrepr[RUN_FAILURE_KEY]
+    report = pytest.TestReport._from_json({**data, "longrepr": None})
+    report.longrepr = RunFailure(failure["text"], ReprFileLocation(failure["path"], failure["lineno"], failure["message"]))
+    return report
+
+
 def run_failure(error: AgentbenchError, config: pytest.Config, path: Path, line: int) -> RunFailure:
     text = failure_text(error, config.option.tbstyle)
     first = str(error).splitlines()[0] if str(error) else ""
-    return RunFailure(text, ReprFileLocation(str(path), line, first))
+    # A location's line is 0-based (reportinfo); the crash line, as pytest prints it, 1-based.
+    return RunFailure(text, ReprFileLocation(str(path), line + 1, first))
 
 
 def instance_properties(suite: Suite) -> list[tuple[str, str]]:
@@ -176,7 +209,8 @@ class SuiteItem(pytest.Item):
         return super()._repr_failure_py(excinfo, style)
 
     def reportinfo(self) -> tuple[Path, int, str]:
-        return self.path, self.suite.line, f"suite: {self.suite.name}"
+        # The failures section's heading: the item's name, so repeats of one suite are told apart.
+        return self.path, self.suite.line, f"suite: {self.name}"
 
 
 def prove_items(parent: pytest.Collector, suite: Suite, *, repeats: int = 1) -> Iterator[pytest.Item]:

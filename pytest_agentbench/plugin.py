@@ -10,9 +10,11 @@ from _pytest.config import create_terminal_writer
 
 from pytest_agentbench import htmlreport
 from pytest_agentbench.doctor import plugin as doctor
+from pytest_agentbench.failures import PLUGIN_NAME as FAILURE_FOLD_PLUGIN_NAME
+from pytest_agentbench.failures import FailureFold
 from pytest_agentbench.interruption import PLUGIN_NAME as INTERRUPTION_PLUGIN_NAME
 from pytest_agentbench.interruption import RunLedger
-from pytest_agentbench.items import SuiteFile, collect_saved_runs
+from pytest_agentbench.items import SuiteFile, collect_saved_runs, run_failure_from_serializable, run_failure_to_serializable
 from pytest_agentbench.options import add_options
 from pytest_agentbench.progress import PLUGIN_NAME as PROGRESS_PLUGIN_NAME
 from pytest_agentbench.progress import ProgressReporter
@@ -35,6 +37,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(session, SESSION_PLUGIN_NAME)
     config.pluginmanager.register(ProgressReporter(config), PROGRESS_PLUGIN_NAME)
     config.pluginmanager.register(RunLedger(), INTERRUPTION_PLUGIN_NAME)
+    config.pluginmanager.register(FailureFold(config), FAILURE_FOLD_PLUGIN_NAME)
     # SIGTERM and SIGHUP stop the agent and the session's processes as Ctrl+C does.
     shutdown.install()
     htmlreport.register(config)
@@ -65,13 +68,22 @@ def pytest_collection(session: pytest.Session) -> bool | None:
     return True
 
 
+def pytest_report_to_serializable(report: pytest.TestReport) -> dict | None:
+    # A run's failure crosses from an xdist worker whole: its text and its one line apart.
+    return run_failure_to_serializable(report) if isinstance(report, pytest.TestReport) else None
+
+
+def pytest_report_from_serializable(data: dict) -> pytest.TestReport | None:
+    return run_failure_from_serializable(data)
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     htmlreport.unregister(config)
     session = config.stash.get(session_key, None)
     if session is not None and config.pluginmanager.is_registered(session):
         config.pluginmanager.unregister(session)
         shutdown.uninstall()
-    for name in (PROGRESS_PLUGIN_NAME, INTERRUPTION_PLUGIN_NAME):
+    for name in (PROGRESS_PLUGIN_NAME, INTERRUPTION_PLUGIN_NAME, FAILURE_FOLD_PLUGIN_NAME):
         plugin = config.pluginmanager.get_plugin(name)
         if plugin is not None:
             config.pluginmanager.unregister(plugin)

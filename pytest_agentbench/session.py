@@ -63,6 +63,8 @@ class AgentbenchSession:
             )
         self.dry_runs: list[tuple[str, str]] = []
         self.results: list[RunResult] = []
+        # Each run's result by its report's node id (a re-rendered run's differs from the one it records).
+        self.result_of: dict[str, RunResult] = {}
         # Suite items whose run failed before it wrote a result (setup error, crash), by node id.
         self.unrecorded: dict[str, Unrecorded] = {}
         self.started_at = _now()
@@ -102,6 +104,7 @@ class AgentbenchSession:
         result = _load_result(path) if path else None
         if result is not None:
             self.results.append(result)
+            self.result_of[report.nodeid] = result
             self.unrecorded.pop(report.nodeid, None)
 
     def statistics(self) -> SessionStatistics:

@@ -239,8 +239,11 @@ def test_verdict_becomes_the_pytest_outcome(verdicts: Session, suite: str, outco
 
 
 def test_failed_report_names_the_check_expected_seen_and_run_directory(verdicts: Session) -> None:
-    text = verdicts.cases["failed-no-device"].text
-    assert text.splitlines()[0].startswith("failed: no successful call to a device-aware tool"), text[:300]
+    case = verdicts.cases["failed-no-device"]
+    # JUnit's message is the reasons' line; its text the run's report, which lists them again.
+    assert case.message.startswith("failed: no successful call to a device-aware tool"), case.message
+    text = case.text
+    assert text.splitlines()[:2] == ["failed-no-device: FAILED", "  - no successful call to a device-aware tool (no call to a device-aware tool)"], text[:300]
     assert str(verdicts.run_dir("failed-no-device")) in text
     assert "FAIL device-use: expected 'a successful call to a device-aware tool'" in text
     assert "seen: no call to a device-aware tool" in text

@@ -143,3 +143,22 @@ def test_a_run_without_a_result_is_grouped_with_its_reason() -> None:
     text = "\n".join(text_of(render_section(runs, session_statistics(runs, lost), width=80)))
     assert "2 runs: no result: setup: device busy (a[r3], a[r4])" in text
     assert text.splitlines()[0] == "4 runs of 1 suite: 2 passed, 0 failed, 2 incomplete"
+
+
+@pytest.mark.parametrize(("verdict", "compact"), [
+    ("this run passes less often than baseline, by about 40 points", "this run passes less often than baseline, by about 40 points"),
+    # What this N could detect is -v's (and the overall block's), even where it holds a "; " of its own.
+    ("no detectable difference at this N (could detect a drop of about 68 points with 80% power; no rise from this baseline)",
+     "no detectable difference at this N"),
+    ("no detectable difference at this N (no difference of any size would be detected with 80% power at this N); "
+     "borderline: the exact test's p = 0.030 is below 0.05",
+     "no detectable difference at this N; borderline: the exact test's p = 0.030 is below 0.05"),
+    # The p-value is on the suite's first line; "not a detectable difference" repeats "borderline".
+    ("borderline: the interval excludes zero but the exact test does not (p = 0.125); not a detectable difference at this N "
+     "(could detect a drop of about 39 points with 80% power)", "borderline: the interval excludes zero but the exact test does not"),
+    ("nothing to compare: a side has no judged run", "nothing to compare: a side has no judged run"),
+])
+def test_a_suites_compact_comparison_keeps_the_verdict_without_its_parentheses(verdict: str, compact: str) -> None:
+    from pytest_agentbench.report.ab import compact_verdict
+
+    assert compact_verdict(verdict) == compact

@@ -10,6 +10,7 @@ every way the two sides' setups differ. docs/statistics.md says how to read it.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -133,6 +134,16 @@ def _block(comparison: Comparison, flags: Sequence[ComparabilityFlag], width: in
     return [fit(line, width) for line in lines]
 
 
+def compact_verdict(verdict: str) -> str:
+    """The verdict without its parentheses and its "not a detectable difference" echo (what this N could detect is -v's).
+
+    >>> compact_verdict("no detectable difference at this N (could detect a drop of about 62 points with 80% power; no rise)")
+    'no detectable difference at this N'
+    """
+    clauses = re.sub(r" \([^()]*\)", "", verdict).split("; ")
+    return "; ".join(clause for clause in clauses if not clause.startswith("not a detectable difference")) or verdict
+
+
 def _compact(comparison: Comparison, flags: Sequence[ComparabilityFlag], width: int) -> list[str]:
     """One suite's comparison in two lines (the default verbosity): both counts, the difference, the test, the verdict."""
     def side(passed: int, judged: int, incomplete: int) -> str:
@@ -143,18 +154,17 @@ def _compact(comparison: Comparison, flags: Sequence[ComparabilityFlag], width: 
     head = (f"{comparison.suite}: {side(comparison.passed_a, comparison.judged_a, comparison.incomplete_a)} -> "
             f"{side(comparison.passed_b, comparison.judged_b, comparison.incomplete_b)}, {format_difference(comparison)}, "
             f"{test} {format_p(comparison.p_value)} ({design})")
-    # The verdict's first clause; -v adds what it says about the detectable difference.
-    lines = [head, f"  {comparison.verdict.split('; ', 1)[0]}"]
+    line = f"  {compact_verdict(comparison.verdict)}"
     if flags:
-        lines.append(f"  setups differ: {', '.join(FLAG_ABBREVIATIONS.get(flag.kind, flag.kind) for flag in flags)}")
-    return [fit(line, width) for line in lines]
+        line += f"; setups differ: {', '.join(FLAG_ABBREVIATIONS.get(flag.kind, flag.kind) for flag in flags)}"
+    return [fit(head, width), fit(line, width)]
 
 
 def render_comparison(report: ABReport, *, width: int = 80, verbose: bool = True) -> str:
     """The comparison section: each suite both sides ran, then the pooled overall comparison and the mean difference.
 
-    With `verbose` off (the default verbosity) each suite takes two lines (three when the
-    setups differ); `-v` gives every suite both rates with intervals, the metric deltas and
+    With `verbose` off (the default verbosity) each suite takes two lines (both counts, the
+    difference and the test; the verdict and the setups that differ); `-v` gives every suite both rates with intervals, the metric deltas and
     each flag's message.
     """
     comparison = report.comparison

@@ -183,17 +183,20 @@ def render_failure_groups(groups: Sequence[tuple[str, Sequence[str]]], *, width:
     """`48 runs: failed: no final answer (bug-repro 24, ux-flow 24)`: one entry per first reason, wrapped to width."""
     lines = []
     for reason, labels in groups:
-        if len(labels) <= _NAMES_PER_REASON:
-            which = ", ".join(labels)
-        else:
-            suites: dict[str, int] = {}
-            for label in labels:
-                suite = label.split("[", 1)[0]
-                suites[suite] = suites.get(suite, 0) + 1
-            which = ", ".join(f"{suite} {count}" for suite, count in suites.items())
         runs = f"{len(labels)} run{'s' if len(labels) != 1 else ''}"
-        lines.append(fit(f"  {runs}: {_cut_reason(reason)} ({which})", width))
+        lines.append(fit(f"  {runs}: {_cut_reason(reason)} ({runs_named(labels)})", width))
     return "\n".join(lines)
+
+
+def runs_named(labels: Sequence[str]) -> str:
+    """`bug-repro[r2], bug-repro[r3]`, or for more than four runs their count per suite: `bug-repro 24, ux-flow 24`."""
+    if len(labels) <= _NAMES_PER_REASON:
+        return ", ".join(labels)
+    suites: dict[str, int] = {}
+    for label in labels:
+        suite = label.split("[", 1)[0]
+        suites[suite] = suites.get(suite, 0) + 1
+    return ", ".join(f"{suite} {count}" for suite, count in suites.items())
 
 
 _REASON_CHARS = 160

@@ -199,7 +199,9 @@ def render_failure_report(result: RunResult) -> str:
     The verdict and its reasons, each failed check with what it expected and saw, what cleanup
     left, and the run directory; `render_text_report` (shown with `-v` or `--tb=long`) has the rest.
     """
-    lines = [f"{result.suite or '?'}: {result.status.upper()}"]
+    # Named as pytest names the item, so the report of one repeat is told from another's.
+    name = result.nodeid.rsplit("::", 1)[-1] if result.nodeid else result.suite or "?"
+    lines = [f"{name}: {result.status.upper()}"]
     lines += [f"  - {reason}" for reason in result.verdict.reasons]
     failed = [check for check in result.checks if not check.passed]
     if failed:
