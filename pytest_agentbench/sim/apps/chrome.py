@@ -14,7 +14,7 @@ import time
 
 from ..ui import Button, Field, Radio, Row, Switch, Text, Title
 from .chrome_pages import PAGE_SCREENS, PageFeatures, page_derived
-from .model import App, AppContext, Screen
+from .model import App, AppContext, Screen, SyncJob
 
 PACKAGE = "com.android.chrome"
 PREFERENCES = "app_chrome/Default/Preferences"
@@ -43,6 +43,8 @@ def secure_key(version_name: str) -> str:
 
 class ChromeApp(PageFeatures, App):
     package = PACKAGE
+    # Chrome's download resumption job: it holds its wake lock only once run (`cmd jobscheduler run`, the wakelock-restrict seed).
+    sync_job = SyncJob(83, "com.android.chrome/org.chromium.chrome.browser.download.DownloadResumptionJobService", "Chrome:DownloadResumption")
     label = "Chrome"
     activity = "com.google.android.apps.chrome.Main"
     version_name = "131.0.6778.200"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..phone_numbers import format_for_display
 from ..providers.contacts import EMAIL, NAME, NOTE, ORGANIZATION, PHONE
 from ..ui import Button, Each, Field, Row, Text, Title
-from .model import App, AppContext, Screen
+from .model import App, AppContext, Screen, SyncJob
 
 PACKAGE = "com.android.contacts"
 BASE = "content://com.android.contacts"
@@ -21,6 +21,8 @@ _ROW_OF_FIELD = {"phone": PHONE, "email": EMAIL, "company": ORGANIZATION, "notes
 
 class ContactsApp(App):
     package = PACKAGE
+    # Contacts' account sync job: it holds its wake lock only once run (`cmd jobscheduler run`, the wakelock-restrict seed).
+    sync_job = SyncJob(7, "com.android.contacts/.ContactsSyncJobService", "Contacts:AccountSync")
     label = "Contacts"
     activity = "com.android.contacts.activities.PeopleActivity"
     version_name = "1.7.40"

@@ -15,7 +15,7 @@ import posixpath
 from ..images import photo_png
 from ..providers.media import scan_file
 from ..ui import Button, Each, Image, Radio, Row, Text, Title
-from .model import App, AppContext, Screen
+from .model import App, AppContext, Screen, SyncJob
 
 PACKAGE = "com.google.android.apps.photos"
 IMAGES = "content://media/external/images/media"
@@ -36,6 +36,8 @@ def crop_box(width: int, height: int, aspect: tuple[int, int] | None) -> tuple[i
 
 class PhotosApp(App):
     package = PACKAGE
+    # Photos' backup job: it holds its wake lock only once run (`cmd jobscheduler run`, the wakelock-restrict seed).
+    sync_job = SyncJob(1002, "com.google.android.apps.photos/.backup.BackupJobService", "Photos:BackupSync")
     label = "Photos"
     activity = "com.google.android.apps.photos.home.HomeActivity"
     version_name = "6.72.0.608390436"

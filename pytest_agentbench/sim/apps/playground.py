@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..ui import Button, Field, Radio, Row, Switch, Text, Title
-from .model import App, AppContext, Screen
+from .model import App, AppContext, Screen, SyncJob
 
 PACKAGE = "dev.jasonpearson.automobile.playground"
 DEEP_LINK_PREFIX = "automobile://playground/"
@@ -12,6 +12,8 @@ PLANS = ("Basic", "Pro", "Team")
 
 class PlaygroundApp(App):
     package = PACKAGE
+    # the Playground's sync job: it holds its wake lock only once run (`cmd jobscheduler run`, the wakelock-restrict seed).
+    sync_job = SyncJob(12, "dev.jasonpearson.automobile.playground/.SyncJobService", "Playground:SyncWorker")
     label = "Playground"
     activity = f"{PACKAGE}.MainActivity"
     version_name = "1.0.0"
