@@ -103,18 +103,26 @@ def filled_seed_problems(data: Mapping[str, Any]) -> list[str]:
 
 
 def filled_package_problems(data: Mapping[str, Any]) -> list[str]:
-    """The package names a filled suite mapping gives where the schema lets one be a `{param}` (a check's, a cleanup step's)."""
+    """The package names a filled suite mapping gives where the schema lets one be a `{param}`: every `package` of a
+    check or cleanup step (nested ones included, as a `fromPrefs` or a report's `shows`) and each `pmClear`."""
     found: list[tuple[str, Any]] = []
+
+    def walk(value: Any, where: str) -> None:
+        if isinstance(value, Mapping):
+            for key, inner in value.items():
+                if key in ("package", "pmClear") and isinstance(inner, str):
+                    found.append((f"{where}.{key}", inner))
+                else:
+                    walk(inner, f"{where}.{key}")
+        elif isinstance(value, list):
+            for index, inner in enumerate(value):
+                walk(inner, f"{where}[{index}]")
+
     verify = data.get("verify") if isinstance(data.get("verify"), Mapping) else {}
-    for index, check in enumerate(verify.get("device") or []):
-        if isinstance(check, Mapping) and "package" in check:
-            found.append((f"verify.device[{index}].package", check["package"]))
-    for index, step in enumerate(data.get("cleanup") or []):
-        for key, body in (step.items() if isinstance(step, Mapping) else ()):
-            if isinstance(body, Mapping) and "package" in body:
-                found.append((f"cleanup[{index}].{key}.package", body["package"]))
+    walk(verify.get("device") or [], "verify.device")
+    walk(data.get("cleanup") or [], "cleanup")
     return [f"{where}: expected an Android package name, got {value!r}"
-            for where, value in found if not _PACKAGE_NAME.match(str(value))]
+            for where, value in found if not _PACKAGE_NAME.match(value)]
 
 
 def fill_mapping(raw: Mapping[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
