@@ -12,12 +12,14 @@ from pathlib import Path
 import pytest
 from test_suite import BASE, write_suite
 
+from phoneadb import PhoneAdb
+
 from pytest_agentbench.checks.seed import JobSeed, parse_seeds
-from pytest_agentbench.errors import SuiteError
-from pytest_agentbench.run.preflight import DEVICE_STAGING_DIR
+from pytest_agentbench.errors import PreflightError, SuiteError
+from pytest_agentbench.run.preflight import DEVICE_STAGING_DIR, run_preflight
 from pytest_agentbench.run.seed import plan_seeds
 from pytest_agentbench.sim.phone import Phone
-from pytest_agentbench.suite import load_suite
+from pytest_agentbench.suite import AppSpec, PreflightSpec, load_suite
 from pytest_agentbench.suite.instance import instantiate
 
 from simui import back, tap, texts
@@ -68,7 +70,7 @@ def test_a_job_seed_loads_and_becomes_stop_all_force_stop_and_run() -> None:
     ((name, command),) = plan_seeds((seed,), staging_dir=DEVICE_STAGING_DIR).steps
     assert name == "seed 1 job 83 of com.android.chrome"
     assert command.text == ("cmd jobscheduler timeout 2>/dev/null && am force-stop com.android.chrome "
-                            "&& cmd jobscheduler run -f com.android.chrome 83 2>/dev/null")
+                            "&& cmd jobscheduler run -f com.android.chrome 83")
 
 
 @pytest.mark.parametrize(
@@ -103,6 +105,25 @@ def test_a_drawn_package_or_job_id_a_phone_cannot_take_is_refused_with_the_insta
                     "cleanup[0].restoreAppop.package: expected an Android package name, got 'not a package'",
                     "cleanup[1].pmClear: expected an Android package name, got 'not a package'"):
         assert problem in text, text
+
+
+def _preflight(seed: JobSeed) -> PreflightSpec:
+    return PreflightSpec(clear_app_data=False, shared_preferences={}, launch_uri=None, settle_seconds=0,
+                         start_screen_includes=("Apps",), seed=(seed,))
+
+
+def test_preflight_seeds_the_holder_as_the_only_wake_lock_before_settings_opens(tmp_path: Path) -> None:
+    adb = PhoneAdb()
+    run_preflight(adb, "sim", app=AppSpec(SETTINGS, None), preflight=_preflight(JobSeed("com.android.chrome", 83)),
+                  run_dir=tmp_path)
+    assert wake_locks(adb.phone) == [("Chrome:DownloadResumption", str(adb.phone.packages["com.android.chrome"].uid))]
+    assert adb.phone.foreground()[0] == SETTINGS
+
+
+def test_a_job_seed_the_app_does_not_have_fails_preflight_naming_its_step(tmp_path: Path) -> None:
+    with pytest.raises(PreflightError, match=r"preflight step `seed 1 job 5 of com.android.chrome` failed"):
+        run_preflight(PhoneAdb(), "sim", app=AppSpec(SETTINGS, None), preflight=_preflight(JobSeed("com.android.chrome", 5)),
+                      run_dir=tmp_path)
 
 
 # ----------------------------------------------------------------------------- cmd jobscheduler on the simulated phone

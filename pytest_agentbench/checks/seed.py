@@ -56,7 +56,7 @@ class PhotoSeed:
 
 @dataclass(frozen=True)
 class JobSeed:
-    """The app's background job `job_id` running as the only running job, from a cold start (its work may hold a wake lock).
+    """The app's background job `job_id` as the only running job, from a cold start (its work may hold a wake lock).
 
     Cleanup does not watch jobs: a suite that seeds one stops it in its own `cleanup` (an `adb` step).
     """

@@ -91,7 +91,7 @@ def job_command(seed: JobSeed) -> Script:
     return Script.join([
         sh("cmd", "jobscheduler", "timeout").quiet(),
         sh("am", "force-stop", seed.package),
-        sh("cmd", "jobscheduler", "run", "-f", seed.package, str(seed.job_id)).quiet(),
+        sh("cmd", "jobscheduler", "run", "-f", seed.package, str(seed.job_id)),
     ], "&&")
 
 

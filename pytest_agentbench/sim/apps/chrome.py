@@ -43,8 +43,9 @@ def secure_key(version_name: str) -> str:
 
 class ChromeApp(PageFeatures, App):
     package = PACKAGE
-    # Chrome's download resumption job: it holds its wake lock only once run (`cmd jobscheduler run`, the wakelock-restrict seed).
-    sync_job = SyncJob(83, "com.android.chrome/org.chromium.chrome.browser.download.DownloadResumptionJobService", "Chrome:DownloadResumption")
+    # Chrome's download resumption job: its wake lock is held only once the job runs (wakelock-restrict's seed).
+    sync_job = SyncJob(83, "com.android.chrome/org.chromium.chrome.browser.download.DownloadResumptionJobService",
+                       "Chrome:DownloadResumption")
     label = "Chrome"
     activity = "com.google.android.apps.chrome.Main"
     version_name = "131.0.6778.200"

@@ -21,7 +21,7 @@ _ROW_OF_FIELD = {"phone": PHONE, "email": EMAIL, "company": ORGANIZATION, "notes
 
 class ContactsApp(App):
     package = PACKAGE
-    # Contacts' account sync job: it holds its wake lock only once run (`cmd jobscheduler run`, the wakelock-restrict seed).
+    # Contacts' account sync job: its wake lock is held only once the job runs (wakelock-restrict's seed).
     sync_job = SyncJob(7, "com.android.contacts/.ContactsSyncJobService", "Contacts:AccountSync")
     label = "Contacts"
     activity = "com.android.contacts.activities.PeopleActivity"

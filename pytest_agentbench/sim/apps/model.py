@@ -142,7 +142,7 @@ class App:
     deep_link_prefix: ClassVar[str | None] = None
     # A background sync job (JobScheduler id, service, the wake lock its work holds while it runs), or None.
     sync_job: ClassVar[SyncJob | None] = None
-    # Whether that job is running from boot (the testbed's stuck sync) rather than only once run (`cmd jobscheduler run`).
+    # Whether that job runs from boot (the testbed's stuck sync), not only once run (`cmd jobscheduler run`).
     sync_from_boot: ClassVar[bool] = False
 
     def initial_state(self) -> dict[str, object]:

@@ -36,7 +36,7 @@ def crop_box(width: int, height: int, aspect: tuple[int, int] | None) -> tuple[i
 
 class PhotosApp(App):
     package = PACKAGE
-    # Photos' backup job: it holds its wake lock only once run (`cmd jobscheduler run`, the wakelock-restrict seed).
+    # Photos' backup job: its wake lock is held only once the job runs (wakelock-restrict's seed).
     sync_job = SyncJob(1002, "com.google.android.apps.photos/.backup.BackupJobService", "Photos:BackupSync")
     label = "Photos"
     activity = "com.google.android.apps.photos.home.HomeActivity"

@@ -12,7 +12,7 @@ PLANS = ("Basic", "Pro", "Team")
 
 class PlaygroundApp(App):
     package = PACKAGE
-    # the Playground's sync job: it holds its wake lock only once run (`cmd jobscheduler run`, the wakelock-restrict seed).
+    # The Playground's sync job: its wake lock is held only once the job runs (wakelock-restrict's seed).
     sync_job = SyncJob(12, "dev.jasonpearson.automobile.playground/.SyncJobService", "Playground:SyncWorker")
     label = "Playground"
     activity = f"{PACKAGE}.MainActivity"

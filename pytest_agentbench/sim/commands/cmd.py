@@ -1,4 +1,4 @@
-"""`cmd SERVICE ...` -> the service's command handler (package, uimode, settings, activity, appops, deviceidle, role, jobscheduler)."""
+"""`cmd SERVICE ...` -> the service's command handler (package, uimode, settings, activity, appops, deviceidle, role, jobs)."""
 
 from __future__ import annotations
 

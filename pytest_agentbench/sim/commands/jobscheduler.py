@@ -1,4 +1,4 @@
-"""`cmd jobscheduler run|timeout` -> an app's background sync job started or stopped (Android 14's JobSchedulerShellCommand).
+"""`cmd jobscheduler run|timeout` -> an app's background sync job started or stopped (Android 14's shell command).
 
 `run [-f] [-u USER] PACKAGE JOB_ID` runs the job now (the app's process started for its service,
 as ActivityManager logs it) and `timeout [-u USER] [PACKAGE [JOB_ID]]` stops the running jobs that
