@@ -43,10 +43,10 @@ def secure_key(version_name: str) -> str:
 
 class ChromeApp(PageFeatures, App):
     package = PACKAGE
+    label = "Chrome"
     # Chrome's download resumption job: its wake lock is held only once the job runs (wakelock-restrict's seed).
     sync_job = SyncJob(83, "com.android.chrome/org.chromium.chrome.browser.download.DownloadResumptionJobService",
                        "Chrome:DownloadResumption")
-    label = "Chrome"
     activity = "com.google.android.apps.chrome.Main"
     version_name = "131.0.6778.200"
     version_code = 677820033

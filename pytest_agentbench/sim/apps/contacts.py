@@ -21,9 +21,9 @@ _ROW_OF_FIELD = {"phone": PHONE, "email": EMAIL, "company": ORGANIZATION, "notes
 
 class ContactsApp(App):
     package = PACKAGE
+    label = "Contacts"
     # Contacts' account sync job: its wake lock is held only once the job runs (wakelock-restrict's seed).
     sync_job = SyncJob(7, "com.android.contacts/.ContactsSyncJobService", "Contacts:AccountSync")
-    label = "Contacts"
     activity = "com.android.contacts.activities.PeopleActivity"
     version_name = "1.7.40"
     version_code = 10740

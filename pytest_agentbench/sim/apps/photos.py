@@ -36,9 +36,9 @@ def crop_box(width: int, height: int, aspect: tuple[int, int] | None) -> tuple[i
 
 class PhotosApp(App):
     package = PACKAGE
+    label = "Photos"
     # Photos' backup job: its wake lock is held only once the job runs (wakelock-restrict's seed).
     sync_job = SyncJob(1002, "com.google.android.apps.photos/.backup.BackupJobService", "Photos:BackupSync")
-    label = "Photos"
     activity = "com.google.android.apps.photos.home.HomeActivity"
     version_name = "6.72.0.608390436"
     version_code = 48367

@@ -12,9 +12,9 @@ PLANS = ("Basic", "Pro", "Team")
 
 class PlaygroundApp(App):
     package = PACKAGE
+    label = "Playground"
     # The Playground's sync job: its wake lock is held only once the job runs (wakelock-restrict's seed).
     sync_job = SyncJob(12, "dev.jasonpearson.automobile.playground/.SyncJobService", "Playground:SyncWorker")
-    label = "Playground"
     activity = f"{PACKAGE}.MainActivity"
     version_name = "1.0.0"
     version_code = 100

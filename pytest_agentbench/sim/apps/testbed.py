@@ -45,7 +45,7 @@ class TestbedApp(TaskFlows, QaFlows, App):
     system = False
     start_route = "home"
     deep_link_prefix = DEEP_LINK_PREFIX
-    # Its sync (JobScheduler job 1) is stuck from boot, holding its wake lock until the app is restricted.
+    # Its sync (JobScheduler job 1) is stuck from boot: it holds its wake lock until restricted or stopped.
     sync_job = SyncJob(SYNC_JOB_ID, f"{PACKAGE}/.SyncService", WAKE_LOCK_TAG)
     sync_from_boot = True
     screens = {
