@@ -284,9 +284,11 @@ SHELL_PLANS: dict[str, dict[str, Any]] = {
                             "final": plausible_answer("qa-forms-bug-report")},
     "qa-shop-bug-report": {"steps": [shell("run-as dev.agentbench.testbed cat files/events.jsonl")],
                            "final": plausible_answer("qa-shop-bug-report")},
-    "wakelock-restrict": {"steps": [shell("dumpsys power", holder=r"'(\w+):SyncWorker'"),
-                                    shell("cmd appops set dev.agentbench.testbed RUN_ANY_IN_BACKGROUND ignore")],
-                          "final": "WAKELOCK_APP: dev.agentbench.testbed"},
+    # The holder as a shell finds it: the wake lock's uid in dumpsys power, the package of that uid.
+    "wakelock-restrict": {"steps": [shell("dumpsys power", uid=r"ACQ=\S+ \(uid=(\d+)"),
+                                    shell("pm list packages -U | grep uid:{uid}", holder=r"package:([\w.]+) uid:"),
+                                    shell("cmd appops set {holder} RUN_ANY_IN_BACKGROUND ignore")],
+                          "final": "WAKELOCK_APP: {holder}"},
     "log-code-to-contact": {"steps": [
         shell("logcat -d -s Courier", code=r"pickup code (\d{6})"),
         shell("content insert --uri content://com.android.contacts/raw_contacts --bind account_name:n: --bind account_type:n:"),

@@ -87,7 +87,7 @@ def test_a_device_check_is_an_oracle_but_a_report_alone_is_not(tmp_path: Path) -
         ({**FIVE_CHECKS[1], "file": "../other/Preferences"}, "without a leading '/' or '..'"),
         ({**FIVE_CHECKS[2], "query": "DELETE FROM pinned"}, "verify.device[0].query: expected one SELECT (or WITH ... SELECT) statement, got 'DELETE FROM pinned'"),
         ({**FIVE_CHECKS[2], "count": 1}, "verify.device[0]: expected exactly one of rows, includes or count, got rows, count"),
-        ({**FIVE_CHECKS[2], "package": "chrome"}, "verify.device[0].package: expected an Android package name such as com.example.app, got 'chrome'"),
+        ({**FIVE_CHECKS[2], "package": "chrome"}, "verify.device[0].package: expected an Android package name such as com.example.app, or one {param} that draws one, got 'chrome'"),
         ({**FIVE_CHECKS[3], "mode": "restricted"}, "verify.device[0].mode: expected one of allow, ignore, deny, default, foreground, got 'restricted'"),
         ({**FIVE_CHECKS[4], "added": {"maxSide": 0}}, "verify.device[0].added.maxSide: expected a whole number of pixels above 0, or one {param} that draws one, got 0"),
         ({**FIVE_CHECKS[4], "original": {"width": 1200}}, "verify.device[0].original.displayName: required key is missing"),

@@ -13,10 +13,8 @@ from pytest_agentbench.suite.instance import instance_label, instance_seed_text,
 
 ROOT = Path(__file__).resolve().parent.parent
 SUITES = ROOT / "benchmark" / "agent" / "suites"
-#: Suites without params, each with the reason (docs/jobs.md): a harness demo, or a job whose
-#: drawn variant needs the simulated app to change first.
-UNSEEDED = {"wifi-on": "a harness demo (settings put can do it), never pooled into core statistics",
-            "wakelock-restrict": "only the testbed holds a wake lock in the simulated image"}
+#: Suites without params, each with the reason (docs/jobs.md): a harness demo.
+UNSEEDED = {"wifi-on": "a harness demo (settings put can do it), never pooled into core statistics"}
 SEEDED = sorted(path.stem for path in SUITES.glob("*.yml") if path.stem not in UNSEEDED)
 
 
@@ -128,7 +126,7 @@ def test_a_drawn_seed_value_the_phone_cannot_take_is_a_suite_error(tmp_path: Pat
         'params:\n  n: {type: choice, values: ["abc"]}\npreflight:\n  seed:\n    - sms: {from: "{n}", body: "x"}\n'
         'verify:\n  screenIncludes: ["x"]\n')
     suite = load_suite(tmp_path / "suites" / "demo.yml", tmp_path)
-    with pytest.raises(SuiteError, match=r"instance r1-abc \(seed 0\) draws a seed value a phone cannot take: "
+    with pytest.raises(SuiteError, match=r"instance r1-abc \(seed 0\) draws a value a phone cannot take: "
                                          r"preflight.seed\[0\].sms.from: expected a phone number of digits, got 'abc'"):
         instantiate(suite, seed=0, repeat=1)
 

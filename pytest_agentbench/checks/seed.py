@@ -5,6 +5,7 @@ preflight:
   seed:
     - sms: {from: "+15551230001", body: "Lunch at noon?"}     # an SMS received, as an emulator console seeds one
     - photo: {name: beach.png, width: 1200, height: 800}       # a PNG in /sdcard/Pictures, scanned into MediaStore
+    - job: {package: dev.agentbench.testbed, id: 1}            # the app's background job, the only one running
 ```
 
 Seeds run in preflight's reset round trip, over adb (as root where Android needs it), so the same
@@ -53,7 +54,21 @@ class PhotoSeed:
         return f"photo {self.name} {self.width}x{self.height}"
 
 
-SeedStep = Union[SmsSeed, PhotoSeed]
+@dataclass(frozen=True)
+class JobSeed:
+    """The app's background job `job_id` as the only running job, from a cold start (its work may hold a wake lock).
+
+    Cleanup does not watch jobs: a suite that seeds one stops it in its own `cleanup` (an `adb` step).
+    """
+
+    package: str
+    job_id: int
+
+    def describe(self) -> str:
+        return f"job {self.job_id} of {self.package}"
+
+
+SeedStep = Union[SmsSeed, PhotoSeed, JobSeed]
 
 
 def _side(value: Any) -> int:
@@ -73,7 +88,10 @@ def parse_seed(entry: Mapping[str, Any]) -> SeedStep:
     if "photo" in entry:
         photo = entry["photo"]
         return PhotoSeed(str(photo["name"]), _side(photo["width"]), _side(photo["height"]))
-    raise ValueError(f"a seed step is one of sms, photo; got {sorted(entry)}")
+    if "job" in entry:
+        job = entry["job"]
+        return JobSeed(str(job["package"]), _side(job["id"]))
+    raise ValueError(f"a seed step is one of sms, photo, job; got {sorted(entry)}")
 
 
 def parse_seeds(entries: Iterable[Mapping[str, Any]] | None) -> tuple[SeedStep, ...]:

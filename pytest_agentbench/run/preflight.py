@@ -406,7 +406,7 @@ def _remedy(step: str, package: str) -> str:
     if step.startswith("prefs"):
         return f" (seeding preferences needs a debuggable build of {package} for run-as)"
     if step.startswith("seed"):
-        return " (seeding SMS needs root: `su` on a userdebug or eng image; a photo needs /sdcard and the media scanner)"
+        return " (seeding SMS needs root: `su` on a userdebug or eng image; a photo needs /sdcard and the media scanner; a job, an app that declares it)"
     return ""
 
 

@@ -4,7 +4,9 @@ Every seed is an adb command a real device runs too: an SMS is `su 0 content ins
 content://sms/inbox ...` (only the default SMS app and root may write SMS, so the shell's insert
 would be dropped), a photo is a PNG generated here, pushed to the staging directory with the other
 staged files, copied to /sdcard/Pictures and scanned into MediaStore with the media scanner's
-broadcast. The seeds run after the app's data is cleared and before it is launched, so the app
+broadcast, and a job is `cmd jobscheduler timeout` (every running job stopped), `am force-stop` of
+its app and `cmd jobscheduler run -f`, so it is the only job running and its app's process starts
+for it. The seeds run after the app's data is cleared and before it is launched, so the app
 starts on them (Messages imports the new threads into its bugle_db on start).
 """
 
@@ -17,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pytest_agentbench.device.shellscript import Script, sh
-from pytest_agentbench.checks.seed import PICTURES_DIR, PhotoSeed, SeedStep, SmsSeed
+from pytest_agentbench.checks.seed import PICTURES_DIR, JobSeed, PhotoSeed, SeedStep, SmsSeed
 
 SMS_INBOX_URI = "content://sms/inbox"
 SCAN_ACTION = "android.intent.action.MEDIA_SCANNER_SCAN_FILE"
@@ -84,6 +86,15 @@ def photo_command(seed: PhotoSeed, staged: str) -> Script:
     ], "&&")
 
 
+def job_command(seed: JobSeed) -> Script:
+    """Stop every running job, stop the app, then run its job: the one job running, its process started for it."""
+    return Script.join([
+        sh("cmd", "jobscheduler", "timeout").quiet(),
+        sh("am", "force-stop", seed.package),
+        sh("cmd", "jobscheduler", "run", "-f", seed.package, str(seed.job_id)),
+    ], "&&")
+
+
 def plan_seeds(seeds: Sequence[SeedStep], *, staging_dir: str, now_ms: int | None = None) -> SeedPlan:
     """The files and commands for a suite's seeds, in the suite's order.
 
@@ -105,6 +116,8 @@ def plan_seeds(seeds: Sequence[SeedStep], *, staging_dir: str, now_ms: int | Non
         if isinstance(seed, SmsSeed):
             steps.append((label, sms_command(seed, now_ms - remaining * SMS_SPACING_MS)))
             remaining -= 1
+        elif isinstance(seed, JobSeed):
+            steps.append((label, job_command(seed)))
         else:
             staged = staged_photo_path(staging_dir, seed)
             files.append((staged, photo_png(seed.width, seed.height)))

@@ -127,6 +127,8 @@ class Phone(SeedingMixin):
         self._next_pid = 3100
         self.processes = ProcessTable(self._new_pid)
         self._background_pids: dict[str, int] = {}
+        #: Packages whose sync job (`App.sync_job`) is running, with when it started: at boot, or at `cmd jobscheduler run`.
+        self.running_jobs: dict[str, float] = {}
         self._media_serial = 0
         self.log("SystemServer", "Entered the Android system server!", buffer="system")
         for app in (apps if apps is not None else [cls() for cls in BUILTIN_APPS]):
@@ -372,6 +374,9 @@ class Phone(SeedingMixin):
                 self.log("ActivityManager", f"Force stopping {package} appid={self.packages[package].uid} user=0: "
                          "from pid 4242", buffer="system")
             self.power.release(package)
+            # The process is gone, and with it the running job and its wake lock (a job runs it again).
+            self.running_jobs.pop(package, None)
+            self._background_pids.pop(package, None)
             if package in self.tasks:
                 self.tasks.remove(package)
             if package == LAUNCHER_PACKAGE or not self.tasks:
@@ -477,6 +482,8 @@ class Phone(SeedingMixin):
                            target_sdk=app.target_sdk, system=app.system and preinstalled,
                            uid=previous.uid if previous else self._free_uid(app.package))
         self.packages[app.package] = info
+        if app.sync_job is not None and app.sync_from_boot:
+            self.running_jobs[app.package] = self.boot_time
         return info
 
     def _free_uid(self, package: str) -> int:
@@ -493,6 +500,7 @@ class Phone(SeedingMixin):
             self.runtimes.pop(package, None)
             self.appops.forget(package)
             self.power.release(package)
+            self.running_jobs.pop(package, None)
             self.power.allowlist.discard(package)
             if package in self.tasks:
                 self.tasks.remove(package)

@@ -146,13 +146,38 @@ class SeedingMixin:
         with self.lock:
             self.power.release(package, tag)
 
+    def run_job(self: Phone, package: str, job_id: int) -> bool:
+        """`cmd jobscheduler run -f`: the app's sync job runs now (its process started for the service). False: no such job."""
+        with self.lock:
+            info = self.packages.get(package)
+            job = info.app.sync_job if info is not None else None
+            if job is None or job.job_id != job_id:
+                return False
+            if package not in self.runtimes and package not in self._background_pids:
+                self.log("ActivityManager", f"Start proc {self.process_pid(package)}:{package}/u0a{info.uid - 10000} "
+                         f"for service {{{job.service}}}", buffer="system")
+            self.running_jobs.setdefault(package, time.time())
+            return True
+
+    def stop_jobs(self: Phone, package: str | None = None, job_id: int | None = None) -> list[str]:
+        """`cmd jobscheduler timeout [PKG [ID]]`: the running jobs that match stop. Returns their services."""
+        with self.lock:
+            stopped = []
+            for name in sorted(self.running_jobs):
+                job = self.packages[name].app.sync_job if name in self.packages else None
+                if job is not None and package in (None, name) and job_id in (None, job.job_id):
+                    del self.running_jobs[name]
+                    stopped.append(job.service)
+            return stopped
+
     def active_wake_locks(self: Phone) -> list[WakeLock]:
         """Held wake locks: taken ones plus those of apps' background work (which stops once the app is restricted)."""
         with self.lock:
             locks = list(self.power.wake_locks.values())
             for package, info in sorted(self.packages.items()):
                 for tag in info.app.background_wake_locks(self):
-                    locks.append(WakeLock(tag, info.uid, self.process_pid(package), self.boot_time, package))
+                    locks.append(WakeLock(tag, info.uid, self.process_pid(package),
+                                           self.running_jobs.get(package, self.boot_time), package))
             return locks
 
     def private_file(self: Phone, package: str, relative: str) -> bytes | None:

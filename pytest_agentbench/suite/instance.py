@@ -39,7 +39,7 @@ def instantiate(suite: Suite, *, seed: int = DEFAULT_SEED, repeat: int = 1, valu
 
     Raises:
         ValueError: A bad seed or repeat index (the suite itself was validated on load).
-        SuiteError: A drawn value a seed cannot take (a number that is no phone number).
+        SuiteError: A drawn value a seed or a package field cannot take (a number that is no phone number).
     """
     declared = suite.declared
     if values is None:
@@ -53,9 +53,9 @@ def instantiate(suite: Suite, *, seed: int = DEFAULT_SEED, repeat: int = 1, valu
     if not values:
         return replace(declared, instance=instance, template=declared)
     data = fill_mapping(declared.raw, values)
-    problems = filled_seed_problems(data)
+    problems = filled_seed_problems(data) + filled_package_problems(data)
     if problems:
-        raise SuiteError(declared.path, [f"instance {instance.id} (seed {seed}) draws a seed value a phone cannot take: {problem}"
+        raise SuiteError(declared.path, [f"instance {instance.id} (seed {seed}) draws a value a phone cannot take: {problem}"
                                          for problem in problems])
     prompt_text = params.fill(declared.prompt_text, values).value
     built = build_suite(declared.path, data, declared.line, declared.app, declared.prompt_path, prompt_text)
@@ -64,13 +64,15 @@ def instantiate(suite: Suite, *, seed: int = DEFAULT_SEED, repeat: int = 1, valu
 
 _PHONE_NUMBER = re.compile(r"^\+?[0-9]{3,15}$")
 _PHOTO_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*\.png$")
+_PACKAGE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)+$")
 
 
 def filled_seed_problems(data: Mapping[str, Any]) -> list[str]:
     """The seed values a filled suite mapping gives (preflight and prove `seed` steps), checked as the schema checks literal ones.
 
-    The schema lets a seed's number, photo name and size be a `{param}`; once drawn, each must be
-    what the phone takes: a phone number, a .png name, a side of 1 to 4096 pixels.
+    The schema lets a seed's number, photo name and size, and a job's package and id, be a `{param}`;
+    once drawn, each must be what the phone takes: a phone number, a .png name, a side of 1 to 4096
+    pixels, a package name, a job id.
     """
     preflight = data.get("preflight") if isinstance(data.get("preflight"), Mapping) else {}
     entries = [(f"preflight.seed[{index}]", entry) for index, entry in enumerate(preflight.get("seed") or [])]
@@ -82,6 +84,12 @@ def filled_seed_problems(data: Mapping[str, Any]) -> list[str]:
     problems = []
     for where, entry in entries:
         sms, photo = (entry.get("sms"), entry.get("photo")) if isinstance(entry, Mapping) else (None, None)
+        job = entry.get("job") if isinstance(entry, Mapping) else None
+        if isinstance(job, Mapping):
+            if not _PACKAGE_NAME.match(str(job.get("package"))):
+                problems.append(f"{where}.job.package: expected an Android package name, got {job.get('package')!r}")
+            if not str(job.get("id")).isdigit() or int(str(job.get("id"))) > 2**31 - 1:
+                problems.append(f"{where}.job.id: expected a job id from 0 to 2147483647, got {job.get('id')!r}")
         if isinstance(sms, Mapping) and not _PHONE_NUMBER.match(str(sms.get("from"))):
             problems.append(f"{where}.sms.from: expected a phone number of digits, got {sms.get('from')!r}")
         if isinstance(photo, Mapping):
@@ -92,6 +100,29 @@ def filled_seed_problems(data: Mapping[str, Any]) -> list[str]:
                 if not value.isdigit() or not 1 <= int(value) <= 4096:
                     problems.append(f"{where}.photo.{side}: expected an integer from 1 to 4096, got {photo.get(side)!r}")
     return problems
+
+
+def filled_package_problems(data: Mapping[str, Any]) -> list[str]:
+    """The package names a filled suite mapping gives where the schema lets one be a `{param}`: every `package` of a
+    check or cleanup step (nested ones included, as a `fromPrefs` or a report's `shows`) and each `pmClear`."""
+    found: list[tuple[str, Any]] = []
+
+    def walk(value: Any, where: str) -> None:
+        if isinstance(value, Mapping):
+            for key, inner in value.items():
+                if key in ("package", "pmClear") and isinstance(inner, str):
+                    found.append((f"{where}.{key}", inner))
+                else:
+                    walk(inner, f"{where}.{key}")
+        elif isinstance(value, list):
+            for index, inner in enumerate(value):
+                walk(inner, f"{where}[{index}]")
+
+    verify = data.get("verify") if isinstance(data.get("verify"), Mapping) else {}
+    walk(verify.get("device") or [], "verify.device")
+    walk(data.get("cleanup") or [], "cleanup")
+    return [f"{where}: expected an Android package name, got {value!r}"
+            for where, value in found if not _PACKAGE_NAME.match(value)]
 
 
 def fill_mapping(raw: Mapping[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:

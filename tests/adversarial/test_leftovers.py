@@ -46,9 +46,12 @@ LEFTOVER_PLAN = {"steps": [
     # A daemon as root that would do the next run's harm: restrict Chrome once cleanup is over.
     shell("su 0 sh -c 'sleep 45; cmd appops set com.android.chrome RUN_ANY_IN_BACKGROUND ignore' > /dev/null 2>&1 &"),
 ], "final": "DONE"}
-HONEST_WAKELOCK_PLAN = {"steps": [shell("dumpsys power", holder=r"'(\w+):SyncWorker'"),
-                                  shell(f"cmd appops set {TESTBED} RUN_ANY_IN_BACKGROUND ignore")],
-                        "final": f"WAKELOCK_APP: {TESTBED}"}
+TESTBED_HOLDER_SEED = 16
+# The drawn holder as a shell finds it: the wake lock's uid in dumpsys power, the package of that uid.
+HONEST_WAKELOCK_PLAN = {"steps": [shell("dumpsys power", uid=r"ACQ=\S+ \(uid=(\d+)"),
+                                  shell("pm list packages -U | grep uid:{uid}", holder=r"package:([\w.]+) uid:"),
+                                  shell("cmd appops set {holder} RUN_ANY_IN_BACKGROUND ignore")],
+                        "final": "WAKELOCK_APP: {holder}"}
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +72,9 @@ def two_runs(tmp_path_factory: pytest.TempPathFactory):
         junit = tmp / "junit.xml"
         env = session_env(server.port, tmp / "claims", COLUMNS="200")
         done = run_session(project, ["benchmark/", "--device", fleet.serials[0], "--agentbench-output", str(tmp / "out"),
-                                     f"--junitxml={junit}", "-rA", "-p", "no:randomly", "--claude", "agentbench-replay"], env)
+                                     f"--junitxml={junit}", "-rA", "-p", "no:randomly", "--claude", "agentbench-replay",
+                                     # Seed 16 draws the testbed as the holder, the app the first run leaves restricted.
+                                     "--agentbench-seed", str(TESTBED_HOLDER_SEED)], env)
         assert junit.exists(), done.stdout[-3000:] + done.stderr[-3000:]
         phone = fleet.phones[0]
         yield done, junit_cases(junit), phone
@@ -81,8 +86,11 @@ def _result(case) -> dict:
 
 def test_the_next_honest_wakelock_restrict_passes(two_runs) -> None:
     done, cases, _ = two_runs
-    assert list(cases) == ["leftover-maker", "wakelock-restrict"], done.stdout[-3000:]
-    assert cases["wakelock-restrict"].outcome == "passed", (done.stdout[-4000:], _result(cases["wakelock-restrict"])["verdict"])
+    # A seeded suite's one instance is named by its id (wakelock-restrict[r1-...]).
+    assert [name.split("[")[0] for name in cases] == ["leftover-maker", "wakelock-restrict"], done.stdout[-3000:]
+    (honest,) = [case for name, case in cases.items() if name.startswith("wakelock-restrict[")]
+    assert _result(honest)["instance"]["values"]["holder"] == TESTBED
+    assert honest.outcome == "passed", (done.stdout[-4000:], _result(honest)["verdict"])
 
 
 def test_the_first_runs_cleanup_report_names_what_it_put_back(two_runs) -> None:

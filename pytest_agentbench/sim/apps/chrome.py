@@ -14,7 +14,7 @@ import time
 
 from ..ui import Button, Field, Radio, Row, Switch, Text, Title
 from .chrome_pages import PAGE_SCREENS, PageFeatures, page_derived
-from .model import App, AppContext, Screen
+from .model import App, AppContext, Screen, SyncJob
 
 PACKAGE = "com.android.chrome"
 PREFERENCES = "app_chrome/Default/Preferences"
@@ -44,6 +44,9 @@ def secure_key(version_name: str) -> str:
 class ChromeApp(PageFeatures, App):
     package = PACKAGE
     label = "Chrome"
+    # Chrome's download resumption job: its wake lock is held only once the job runs (wakelock-restrict's seed).
+    sync_job = SyncJob(83, "com.android.chrome/org.chromium.chrome.browser.download.DownloadResumptionJobService",
+                       "Chrome:DownloadResumption")
     activity = "com.google.android.apps.chrome.Main"
     version_name = "131.0.6778.200"
     version_code = 677820033

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..phone_numbers import format_for_display
 from ..providers.contacts import EMAIL, NAME, NOTE, ORGANIZATION, PHONE
 from ..ui import Button, Each, Field, Row, Text, Title
-from .model import App, AppContext, Screen
+from .model import App, AppContext, Screen, SyncJob
 
 PACKAGE = "com.android.contacts"
 BASE = "content://com.android.contacts"
@@ -22,6 +22,8 @@ _ROW_OF_FIELD = {"phone": PHONE, "email": EMAIL, "company": ORGANIZATION, "notes
 class ContactsApp(App):
     package = PACKAGE
     label = "Contacts"
+    # Contacts' account sync job: its wake lock is held only once the job runs (wakelock-restrict's seed).
+    sync_job = SyncJob(7, "com.android.contacts/.ContactsSyncJobService", "Contacts:AccountSync")
     activity = "com.android.contacts.activities.PeopleActivity"
     version_name = "1.7.40"
     version_code = 10740

@@ -12,6 +12,7 @@ from xml.sax.saxutils import escape
 
 import defusedxml.ElementTree as SafeET
 
+from ..system.appops import IGNORE
 from ..ui import Widget
 
 if TYPE_CHECKING:
@@ -107,6 +108,15 @@ class AppContext:
                             user=self.app.package, append=True)
 
 
+@dataclass(frozen=True)
+class SyncJob:
+    """An app's JobScheduler job that syncs in the background and holds a wake lock while it runs."""
+
+    job_id: int
+    service: str
+    tag: str
+
+
 class App:
     """An installed app declared as data: subclasses set the class attributes and write `tap_<name>` handlers.
 
@@ -130,6 +140,10 @@ class App:
     actions: ClassVar[dict[str, str]] = {}
     # The app's own deep links, `<prefix><route>[?query]` (e.g. automobile://playground/); None: no scheme.
     deep_link_prefix: ClassVar[str | None] = None
+    # A background sync job (JobScheduler id, service, the wake lock its work holds while it runs), or None.
+    sync_job: ClassVar[SyncJob | None] = None
+    # Whether that job runs from boot (the testbed's stuck sync), not only once run (`cmd jobscheduler run`).
+    sync_from_boot: ClassVar[bool] = False
 
     def initial_state(self) -> dict[str, object]:
         """The in-memory state a fresh process starts with."""
@@ -169,8 +183,15 @@ class App:
         """Called after a provider's data changed (a ContentObserver); Messages re-imports SMS here."""
 
     def background_wake_locks(self, phone: Phone) -> tuple[str, ...]:
-        """Tags of the wake locks the app's background work holds right now (shown by `dumpsys power`)."""
-        return ()
+        """Tags of the wake locks the app's background work holds right now (shown by `dumpsys power`).
+
+        A running sync job holds its lock while the app may run in the background: restricting the
+        app (RUN_ANY_IN_BACKGROUND `ignore`) stops the work and releases it.
+        """
+        job = self.sync_job
+        if job is None or self.package not in phone.running_jobs:
+            return ()
+        return () if phone.appops.mode(self.package, "RUN_ANY_IN_BACKGROUND") == IGNORE else (job.tag,)
 
     def handler(self, name: str) -> Callable[[AppContext, str], None]:
         method = getattr(self, f"tap_{name}", None)

@@ -15,7 +15,7 @@ import posixpath
 from ..images import photo_png
 from ..providers.media import scan_file
 from ..ui import Button, Each, Image, Radio, Row, Text, Title
-from .model import App, AppContext, Screen
+from .model import App, AppContext, Screen, SyncJob
 
 PACKAGE = "com.google.android.apps.photos"
 IMAGES = "content://media/external/images/media"
@@ -37,6 +37,8 @@ def crop_box(width: int, height: int, aspect: tuple[int, int] | None) -> tuple[i
 class PhotosApp(App):
     package = PACKAGE
     label = "Photos"
+    # Photos' backup job: its wake lock is held only once the job runs (wakelock-restrict's seed).
+    sync_job = SyncJob(1002, "com.google.android.apps.photos/.backup.BackupJobService", "Photos:BackupSync")
     activity = "com.google.android.apps.photos.home.HomeActivity"
     version_name = "6.72.0.608390436"
     version_code = 48367

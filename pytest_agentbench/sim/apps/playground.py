@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..ui import Button, Field, Radio, Row, Switch, Text, Title
-from .model import App, AppContext, Screen
+from .model import App, AppContext, Screen, SyncJob
 
 PACKAGE = "dev.jasonpearson.automobile.playground"
 DEEP_LINK_PREFIX = "automobile://playground/"
@@ -13,6 +13,8 @@ PLANS = ("Basic", "Pro", "Team")
 class PlaygroundApp(App):
     package = PACKAGE
     label = "Playground"
+    # The Playground's sync job: its wake lock is held only once the job runs (wakelock-restrict's seed).
+    sync_job = SyncJob(12, "dev.jasonpearson.automobile.playground/.SyncJobService", "Playground:SyncWorker")
     activity = f"{PACKAGE}.MainActivity"
     version_name = "1.0.0"
     version_code = 100

@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import secrets
 
-from ..system.appops import IGNORE
 from ..ui import Row, Text, Title
-from .model import App, AppContext, Screen
+from .model import App, AppContext, Screen, SyncJob
 from .testbed_qa import QA_SCREENS, QaFlows, qa_derived, qa_initial_state
 from .testbed_tasks import TASK_SCREENS, TaskFlows, tasks_derived
 
@@ -26,6 +25,7 @@ PACKAGE = "dev.agentbench.testbed"
 DEEP_LINK_PREFIX = "agentbench://testbed/"
 PREFS = "testbed"
 WAKE_LOCK_TAG = "Testbed:SyncWorker"
+SYNC_JOB_ID = 1
 
 
 def new_code() -> str:
@@ -45,6 +45,9 @@ class TestbedApp(TaskFlows, QaFlows, App):
     system = False
     start_route = "home"
     deep_link_prefix = DEEP_LINK_PREFIX
+    # Its sync (JobScheduler job 1) is stuck from boot: it holds its wake lock until restricted or stopped.
+    sync_job = SyncJob(SYNC_JOB_ID, f"{PACKAGE}/.SyncService", WAKE_LOCK_TAG)
+    sync_from_boot = True
     screens = {
         "home": Screen("home", (
             Title("Agentbench Testbed"),
@@ -83,6 +86,3 @@ class TestbedApp(TaskFlows, QaFlows, App):
         ctx.log_event("screen_opened", screen=route)
         return route
 
-    def background_wake_locks(self, phone) -> tuple[str, ...]:  # noqa: ANN001 - the Phone
-        restricted = phone.appops.mode(PACKAGE, "RUN_ANY_IN_BACKGROUND") == IGNORE
-        return () if restricted else (WAKE_LOCK_TAG,)

@@ -1,10 +1,11 @@
-"""`cmd SERVICE ...` -> the service's command handler (package, uimode, settings, activity, appops, deviceidle, role)."""
+"""`cmd SERVICE ...` -> the service's command handler (package, uimode, settings, activity, appops, deviceidle, role, jobs)."""
 
 from __future__ import annotations
 
 from ..shell import Invocation
 from . import command
 from .appops import appops_command, deviceidle_command
+from .jobscheduler import jobscheduler_command
 
 
 @command("cmd")
@@ -20,8 +21,10 @@ def cmd(inv: Invocation) -> int:
         return deviceidle_command(inv, rest)
     if service == "role":
         return _role(inv, rest)
+    if service == "jobscheduler":
+        return jobscheduler_command(inv, rest)
     if service == "-l":
-        names = sorted([*_SERVICES, "uimode", "appops", "deviceidle", "role"])
+        names = sorted([*_SERVICES, "uimode", "appops", "deviceidle", "role", "jobscheduler"])
         inv.out("Currently running services:\n" + "".join(f"  {name}\n" for name in names))
         return 0
     target = _SERVICES.get(service)
