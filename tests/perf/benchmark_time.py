@@ -15,12 +15,13 @@ Two sessions, each a subprocess in the repository with the plugin starting its o
 For each session the table splits the items' time (pytest's own per-item durations, from JUnit)
 into what each run directory records: the start-screen wait (`preflight.log`: the bounded wait for
 `startScreenIncludes`, or the fixed `settleSeconds` sleep of a suite without them), the rest of
-preflight (device read, reset and seeds, the before-snapshot and start screen), the agent
-(`wallClockSeconds`, which includes the replay plan's thinkSeconds) or the proof's scenario steps,
-the post-run reads (up to the post-run screen's file), cleanup and the verdict (up to the run
-directory's last file), and the rest (the item's setup and teardown: claim, warm start, audit). The
-last column is what lies outside the items: pytest starting, collection, the simulated phone and adb
-server.
+preflight (device read, reset and seeds, the before-snapshot and start screen); for a replay run
+result.json's `timing.harness` (the agent's setup: invocation, tool probe, relay hub; the post-run
+reads and cleanup; the audit) and the agent's `wallClockSeconds` (which includes the replay plan's
+thinkSeconds); for a proof the run directory's file times (the scenario's steps with the post-run
+read, cleanup, the verdict). The item rest is the item's own setup and teardown (claim, warm start,
+stopping the agent's servers). The last column is what lies outside the items: pytest starting,
+collection, the simulated phone and adb server.
 
 The numbers this script printed before the start-screen wait replaced the fixed sleep are in
 BEFORE_S; each run prints its ratio to them.
@@ -66,15 +67,16 @@ class Split:
     item_s: float = 0.0
     wait_s: float = 0.0
     preflight_s: float = 0.0
+    setup_s: float = 0.0
     agent_s: float = 0.0
     post_run_s: float = 0.0
-    cleanup_s: float = 0.0
+    audit_s: float = 0.0
     runs: int = 0
     by_suite: dict[str, float] = field(default_factory=dict)
 
     @property
     def rest_s(self) -> float:
-        return self.item_s - self.wait_s - self.preflight_s - self.agent_s - self.post_run_s - self.cleanup_s
+        return self.item_s - self.wait_s - self.preflight_s - self.setup_s - self.agent_s - self.post_run_s - self.audit_s
 
 
 def _preflight(log: Path) -> tuple[float, float]:
@@ -92,25 +94,29 @@ def _preflight(log: Path) -> tuple[float, float]:
     return wait, max(0.0, total - wait)
 
 
-def _after_preflight(run_dir: Path) -> tuple[float, float, float]:
-    """(agent or scenario steps, post-run reads, cleanup and verdict) in seconds, from the run directory's file times."""
-    log, screen = run_dir / "preflight.log", run_dir / "screen.xml"
-    if not log.is_file() or not screen.is_file():
-        return 0.0, 0.0, 0.0
-    last = max(path.stat().st_mtime for path in run_dir.iterdir())
-    after = [path.stat().st_mtime for path in run_dir.iterdir() if path.name.startswith("device-after")] or [screen.stat().st_mtime]
-    agent = _agent_seconds(run_dir)
-    # Preflight's log ends when the agent (or the scenario) starts; the post-run reads end with the screen's file.
-    to_post_run = max(0.0, min(after) - log.stat().st_mtime)
-    steps = agent if agent else to_post_run
-    return steps, max(0.0, to_post_run - steps) if agent else 0.0, max(0.0, last - screen.stat().st_mtime)
+def _after_preflight(run_dir: Path) -> tuple[float, float, float, float]:
+    """(agent setup, agent or scenario steps, post-run reads and cleanup, audit and verdict) in seconds.
 
-
-def _agent_seconds(run_dir: Path) -> float:
+    A run with a result.json has the harness's own times (`timing.harness`) and the agent's wall
+    clock. A proof writes none: its phases come from the run directory's file times (preflight.log
+    ends when the scenario starts; device-after.json and screen.xml are the post-run read, written
+    together, so the scenario's steps include that read; prove.json is the verdict).
+    """
     result = run_dir / "result.json"
     if result.is_file():
-        return float(json.loads(result.read_text())["metrics"].get("wallClockSeconds") or 0.0)
-    return 0.0
+        data = json.loads(result.read_text(encoding="utf-8"))
+        harness = (data.get("timing") or {}).get("harness") or {}
+        agent = float((data.get("metrics") or {}).get("wallClockSeconds") or 0.0)
+        return (float(harness.get("setupSeconds") or 0.0), agent, float(harness.get("postRunSeconds") or 0.0),
+                float(harness.get("auditSeconds") or 0.0))
+    log, screen, verdict = run_dir / "preflight.log", run_dir / "screen.xml", run_dir / "prove.json"
+    if not (log.is_file() and screen.is_file() and verdict.is_file()):
+        return 0.0, 0.0, 0.0, 0.0
+    read_at = screen.stat().st_mtime
+    cleaned_at = max([path.stat().st_mtime for path in run_dir.iterdir() if path.name.startswith(("cleanup", "device-cleanup"))],
+                     default=read_at)
+    return (0.0, max(0.0, read_at - log.stat().st_mtime), max(0.0, cleaned_at - read_at),
+            max(0.0, verdict.stat().st_mtime - cleaned_at))
 
 
 def split_of(junit: Path, output: Path) -> Split:
@@ -124,13 +130,14 @@ def split_of(junit: Path, output: Path) -> Split:
         split.by_suite[suite] = split.by_suite.get(suite, 0.0) + seconds
     for log in output.rglob("preflight.log"):
         wait, rest = _preflight(log)
-        steps, post_run, cleanup = _after_preflight(log.parent)
+        setup, agent, post_run, audit = _after_preflight(log.parent)
         split.runs += 1
         split.wait_s += wait
         split.preflight_s += rest
-        split.agent_s += steps
+        split.setup_s += setup
+        split.agent_s += agent
         split.post_run_s += post_run
-        split.cleanup_s += cleanup
+        split.audit_s += audit
     return split
 
 
@@ -165,8 +172,8 @@ def main(argv: list[str] | None = None) -> int:
             wall, split, status, summary = run(name, args, server.port, Path(scratch))
             goal = None if options.keyword else goals[name]
             rows.append([name, split.items, f"{wall:.1f}", f"{goal:.0f}" if goal else "-", f"{split.wait_s:.1f}",
-                         f"{split.preflight_s:.1f}", f"{split.agent_s:.1f}", f"{split.post_run_s:.1f}", f"{split.cleanup_s:.1f}",
-                         f"{split.rest_s:.1f}", f"{wall - split.item_s:.1f}",
+                         f"{split.preflight_s:.1f}", f"{split.setup_s:.1f}", f"{split.agent_s:.1f}", f"{split.post_run_s:.1f}",
+                         f"{split.audit_s:.1f}", f"{split.rest_s:.1f}", f"{wall - split.item_s:.1f}",
                          "-" if goal is None else "ok" if wall <= goal else "OVER"])
             suites[name] = split.by_suite
             if split.runs:
@@ -179,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
             if status != 0:
                 failed.append(f"{name}: pytest exited {status} ({summary})")
     print(tabulate(rows, headers=["session", "items", "wall s", "goal s", "start-screen wait s", "preflight s (rest)",
-                                  "agent / steps s", "post-run s", "cleanup+verdict s", "item setup+teardown s",
+                                  "agent setup s", "agent / steps s", "post-run+cleanup s", "audit s", "item rest s",
                                   "outside items s", ""]))
     print()
     names = sorted(set().union(*suites.values()))
