@@ -7,6 +7,7 @@ the app's draw time, as a real phone shows the launcher until the app's first fr
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -177,6 +178,15 @@ def test_a_suite_without_start_screen_includes_sleeps_the_whole_settle_time(tmp_
     _run(PhoneAdb(), time, tmp_path, settle_seconds=1.5, includes=())
     assert time.sleeps == [1.5]
     assert "settling 1.5s" in _log(tmp_path)
+
+
+def test_settle_sleep_keeps_the_whole_fixed_wait_before_the_one_capture(tmp_path: Path) -> None:
+    # For a start state whose asynchronous work the start screen does not show (preflight.settleSleep).
+    time, adb = FakeTime(), PhoneAdb()
+    spec = dataclasses.replace(_preflight(1.5), settle_sleep=True)
+    run_preflight(adb, "sim", app=AppSpec(PLAYGROUND, None), preflight=spec, run_dir=tmp_path, sleep=time.sleep, clock=time.clock)
+    assert time.sleeps == [1.5] and "uiautomator dump /dev/tty" not in adb.commands
+    assert "settling 1.5s" in _log(tmp_path) and "start screen shows ['Bug Reproduction Demo']" in _log(tmp_path)
 
 
 def test_a_screen_that_changes_between_the_dump_and_the_capture_is_looked_at_again(tmp_path: Path) -> None:

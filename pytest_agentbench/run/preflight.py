@@ -353,7 +353,7 @@ def run_preflight(
             return split_capture(batch.then_output), batch.reads
         return capture_screen(adb, serial), None
 
-    if preflight.start_screen_includes:
+    if preflight.start_screen_includes and not preflight.settle_sleep:
         # Not a fixed sleep: settleSeconds is the deadline of a poll for the start screen (run/start_screen.py).
         settled = wait_for_start_screen(adb, serial, package=package, includes=preflight.start_screen_includes,
                                         settle_s=preflight.settle_seconds, take=take, sleep=sleep, clock=clock)
