@@ -133,9 +133,10 @@ def test_preferences_need_a_debuggable_app(tmp_path):
         run_preflight(PhoneAdb(), "sim", app=AppSpec("com.android.settings", None), preflight=spec, run_dir=tmp_path)
 
 
-def test_settle_seconds_are_waited(tmp_path):
+def test_settle_seconds_are_waited_when_there_is_no_start_screen_to_look_for(tmp_path):
+    # With startScreenIncludes settleSeconds is a deadline instead (tests/test_start_screen.py).
     waited = []
-    run_preflight(PhoneAdb(), "sim", app=AppSpec(PLAYGROUND, None), preflight=_preflight(settle_seconds=1.5),
+    run_preflight(PhoneAdb(), "sim", app=AppSpec(PLAYGROUND, None), preflight=_preflight(settle_seconds=1.5, start_screen_includes=()),
                   run_dir=tmp_path, sleep=waited.append)
     assert waited == [1.5]
 

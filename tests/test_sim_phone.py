@@ -432,6 +432,20 @@ def test_screencap_to_a_file_and_raw(phone: Phone) -> None:
     assert len(raw) == 16 + 1080 * 2400 * 4
 
 
+def test_a_repeated_screen_reuses_its_png_and_a_painted_change_draws_anew(phone: Phone) -> None:
+    from pytest_agentbench.sim.png import encode_png, render_rgb
+
+    def drawn_now() -> bytes:
+        width, height = phone.size
+        return encode_png(render_rgb(phone.render(), width, height, night=phone.night_mode), width, height)
+
+    first = phone.shell("screencap -p").stdout
+    assert phone.shell("screencap -p").stdout == first == drawn_now()
+    out(phone, "settings put secure ui_night_mode 2")  # only the palette changes
+    night = phone.shell("screencap -p").stdout
+    assert night != first and night == drawn_now()
+
+
 def test_screens_differ_in_their_screenshots(phone: Phone) -> None:
     home = phone.shell("screencap -p").stdout
     out(phone, "monkey -p com.android.settings -c android.intent.category.LAUNCHER 1")

@@ -116,6 +116,7 @@ MALFORMED = [
     ("screen-includes-blank", setting("verify.screenIncludes", [""]), "verify.screenIncludes[0]: expected a non-empty string"),
     ("answer-includes-string", setting("verify.answerIncludes", "RESULT: ok"), "verify.answerIncludes: expected a list, got 'RESULT: ok'"),
     ("settle-negative", setting("preflight.settleSeconds", -1), "preflight.settleSeconds: expected a number >= 0, got -1"),
+    ("settle-sleep-string", setting("preflight.settleSleep", "yes"), "preflight.settleSleep: expected true or false, got 'yes' (a string)"),
     ("timeout-zero", setting("claude.timeoutSeconds", 0), "claude.timeoutSeconds: expected a number > 0, got 0"),
     ("timeout-string", setting("claude.timeoutSeconds", "600"), "claude.timeoutSeconds: expected a number, got '600' (a string)"),
     ("timeout-bool", setting("claude.timeoutSeconds", True), "claude.timeoutSeconds: expected a number, got true (a boolean)"),
@@ -206,6 +207,7 @@ VALID = [
         "subnormal": 1e-40, "max_float": 3.4e38, "name": "Ada", "tags": ["a", "b"], "empty_set": [],
     })),
     ("settle-zero", setting("preflight.settleSeconds", 0)),
+    ("settle-sleep", setting("preflight.settleSleep", True)),
     ("timeout-fraction", setting("claude.timeoutSeconds", 0.5)),
     ("idle-timeout", setting("claude.idleTimeoutSeconds", 120)),
     ("budget-cents", setting("claude.maxBudgetUsd", 0.01)),
@@ -230,6 +232,7 @@ def test_defaults_are_the_seeds(tmp_path: Path) -> None:
     suite = load_suite(write_suite(tmp_path, data), tmp_path)
     assert suite.preflight.clear_app_data is True
     assert suite.preflight.settle_seconds == 2.0
+    assert suite.preflight.settle_sleep is False
     assert suite.preflight.launch_uri is None
     assert suite.preflight.shared_preferences == {}
     assert suite.claude.timeout_seconds == 900.0

@@ -23,6 +23,7 @@ from pytest_agentbench.device.shellscript import Script, quote, sh
 from pytest_agentbench.device.uiautomator import app_texts, missing_texts, parse_hierarchy
 from pytest_agentbench.errors import DeviceUnavailable, PreflightError
 from pytest_agentbench.run.seed import plan_seeds
+from pytest_agentbench.run.start_screen import wait_for_start_screen
 from pytest_agentbench.suite import AppSpec, PrefValue, PreflightSpec, checks_of_suite
 
 if TYPE_CHECKING:
@@ -224,6 +225,7 @@ def run_preflight(
     preflight: PreflightSpec,
     run_dir: Path,
     sleep=time.sleep,
+    clock=time.monotonic,
     device_reads: Sequence[Read] = (),
     baseline_reads: Sequence[Read] = (),
     now_ms: int | None = None,
@@ -248,7 +250,8 @@ def run_preflight(
         app: The suite's app.
         preflight: The suite's preflight settings.
         run_dir: The run directory.
-        sleep: Waits `settleSeconds` (injected by tests).
+        sleep: Waits between looks at the start screen, or `settleSeconds` without `startScreenIncludes` (injected by tests).
+        clock: Monotonic seconds, for the start screen's deadline (injected by tests).
         device_reads: What the device checks and cleanup read before the agent starts.
         baseline_reads: What cleanup compares with, read before the reset and the seeds.
         now_ms: The host clock for seeded SMS dates (injected by tests).
@@ -338,21 +341,33 @@ def run_preflight(
         build["otherApps"] = {other: parse_app_build(outputs[f"app-build {other}"]) for other in app.also_uses}
     log.write(f"app build: {build}")
 
-    if preflight.settle_seconds:
-        log.write(f"settling {preflight.settle_seconds}s")
-        sleep(preflight.settle_seconds)
-
     texts: tuple[str, ...] = ()
     before: DeviceReads | None = None
+
     # The start screen is always saved (start-screen.xml + .png): one exec-out, the one the
     # start-screen check needs anyway, so the PNG costs no extra round trip for such suites.
     # The device checks' before-snapshot rides in the same round trip: both see the settled state.
-    if device_reads:
-        batch = read_device(adb, serial, device_reads, then=capture_script())
-        before = _saved_before(batch.reads, run_dir, log)
-        capture = save_capture(split_capture(batch.then_output), run_dir, "start-screen", log)
+    def take() -> tuple[ScreenCapture, DeviceReads | None]:
+        if device_reads:
+            batch = read_device(adb, serial, device_reads, then=capture_script())
+            return split_capture(batch.then_output), batch.reads
+        return capture_screen(adb, serial), None
+
+    if preflight.start_screen_includes and not preflight.settle_sleep:
+        # Not a fixed sleep: settleSeconds is the deadline of a poll for the start screen (run/start_screen.py).
+        settled = wait_for_start_screen(adb, serial, package=package, includes=preflight.start_screen_includes,
+                                        settle_s=preflight.settle_seconds, take=take, sleep=sleep, clock=clock)
+        log.write(f"start screen {'settled' if settled.settled else 'not settled'} after {settled.waited_s:.2f}s "
+                  f"({settled.looks} look{'s' if settled.looks != 1 else ''}; settleSeconds {preflight.settle_seconds:g} is the deadline)")
+        capture, reads = settled.capture, settled.taken
     else:
-        capture = save_screen(adb, serial, run_dir, "start-screen", log)
+        if preflight.settle_seconds:
+            log.write(f"settling {preflight.settle_seconds}s")
+            sleep(preflight.settle_seconds)
+        capture, reads = take()
+    if reads is not None:
+        before = _saved_before(reads, run_dir, log)
+    save_capture(capture, run_dir, "start-screen", log)
     if preflight.start_screen_includes:
         xml = hierarchy_of(capture, serial)
         # Before the agent: a field's text is the app's own (an empty omnibox shows its hint).
@@ -377,11 +392,6 @@ def _saved_before(reads: DeviceReads, run_dir: Path, log: PreflightLog) -> Devic
     log.write(f"device before-snapshot: {len(reads.reads)} reads -> {path.name}"
               + (f" ({len(failed)} did not exit 0: {', '.join(failed)})" if failed else ""))
     return reads
-
-
-def save_screen(adb: Adb, serial: str, run_dir: Path, stem: str, log: PreflightLog) -> ScreenCapture:
-    """Capture the screen in one round trip and write `<stem>.xml` and `<stem>.png` into `run_dir` (each when the device gave it)."""
-    return save_capture(capture_screen(adb, serial), run_dir, stem, log)
 
 
 def save_capture(capture: ScreenCapture, run_dir: Path, stem: str, log: PreflightLog) -> ScreenCapture:

@@ -58,6 +58,8 @@ class PreflightSpec:
     start_screen_includes: tuple[str, ...]
     #: What the host puts on the phone before the run (`preflight.seed`), in order.
     seed: tuple[SeedStep, ...] = ()
+    #: `settleSleep`: sleep the whole `settle_seconds` even with `start_screen_includes` (no poll).
+    settle_sleep: bool = False
 
 
 @dataclass(frozen=True)
@@ -371,6 +373,7 @@ def preflight_spec(preflight: Mapping[str, Any]) -> PreflightSpec:
         settle_seconds=float(preflight.get("settleSeconds", 2)),
         start_screen_includes=tuple(preflight.get("startScreenIncludes", ())),
         seed=parse_seeds(preflight.get("seed")),
+        settle_sleep=bool(preflight.get("settleSleep", False)),
     )
 
 
