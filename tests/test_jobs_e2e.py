@@ -184,12 +184,12 @@ def test_after_every_proof_the_phone_reads_like_a_fresh_phone(proofs) -> None:
 # ----------------------------------------------------------------------------- agents that must not pass
 
 
-def plausible_answer(suite: str) -> str:
-    """What an agent that never touched the phone would answer: the plan's final lines, this instance's
-    values (as its prompt gives them) and made-up codes and counts filled in."""
+def plausible_answer(suite: str, seed: int = 0) -> str:
+    """What an agent that never touched the phone would answer: the plan's final lines, the instance's
+    values (as its prompt gives them; seed `seed`, r1) and made-up codes and counts filled in."""
     final = yaml.safe_load((BENCHMARK / "plans" / f"{suite}.yml").read_text())["final"]
     # The instance's own values (what its prompt says), and what a plan would have read off the screen.
-    values = {**{name: str(value) for name, value in drawn(suite).items()}, "code": "482913", "count": "4"}
+    values = {**{name: str(value) for name, value in drawn(suite, seed).items()}, "code": "482913", "count": "4"}
     if "photoName" in values:
         values["photo"] = f"{values['photoName']}.png"
     if "user" in values:
@@ -201,14 +201,20 @@ def plausible_answer(suite: str) -> str:
 def fake_agents(lab, proofs, tmp_path_factory: pytest.TempPathFactory):
     tmp = tmp_path_factory.mktemp("fakes")
     runs = {}
-    for kind, behaviour in (("nothing", lambda name: Behaviour("nothing")),
-                            ("plausible", lambda name: Behaviour("answer", {"final": plausible_answer(name)}))):
-        agent = write_dispatcher(tmp / kind / "agent", {name: behaviour(name) for name in ALL_SUITES})
-        runs[kind] = session(lab, REPO, tmp / kind, "--claude", str(agent))
+    for kind, seed, behaviour in (("nothing", 0, lambda name, seed: Behaviour("nothing")),
+                                  *((f"plausible-seed{seed}", seed, lambda name, seed: Behaviour("answer", {"final": plausible_answer(name, seed)}))
+                                    for seed in PLAUSIBLE_SEEDS)):
+        agent = write_dispatcher(tmp / kind / "agent", {name: behaviour(name, seed) for name in ALL_SUITES})
+        runs[kind] = session(lab, REPO, tmp / kind, "--claude", str(agent), "--agentbench-seed", str(seed))
     return runs, phone_state(lab[1].phones[0])
 
 
-@pytest.mark.parametrize("kind", ["nothing", "plausible"])
+#: The plausible-text agent tries three instances of every job (seeds 0-2, each its own draw); the
+#: do-nothing agent's run on every instance is each proof's `prove-fresh` item (test_instances_e2e).
+PLAUSIBLE_SEEDS = (0, 1, 2)
+
+
+@pytest.mark.parametrize("kind", ["nothing", *(f"plausible-seed{seed}" for seed in PLAUSIBLE_SEEDS)])
 def test_an_agent_that_does_not_touch_the_phone_passes_no_job(fake_agents, kind: str) -> None:
     done, cases = fake_agents[0][kind]
     # Judged and failed, not incomplete: the checks read the device and found the job undone.
@@ -218,7 +224,7 @@ def test_an_agent_that_does_not_touch_the_phone_passes_no_job(fake_agents, kind:
         failing = [check for check in result["checks"] if not check["passed"]]
         device_failures = [check for check in failing if check["kind"] not in ("answer", "device-use", "no-shell", "report")]
         assert device_failures, (kind, name, failing)
-        if kind == "plausible":
+        if kind.startswith("plausible"):
             # The answer lines are right; only the device (and that no device tool was used) says otherwise.
             assert all(check["passed"] for check in result["checks"] if check["kind"] == "answer"), (name, failing)
             # So are the reports, except where a bug asks for a value this run's app logged (issue 19:
@@ -247,9 +253,9 @@ CHROME_PREFS = "/data/data/com.android.chrome/app_chrome/Default/Preferences"
 CLOCK_PREFS = "/data/data/com.android.deskclock/shared_prefs/com.android.deskclock_preferences.xml"
 BUGLE = "/data/data/com.google.android.apps.messaging/databases/bugle_db"
 ADD_DATA = "content insert --uri content://com.android.contacts/data --bind raw_contact_id:i:{raw} --bind mimetype:s:"
-def drawn(name: str) -> dict[str, Any]:
-    """The values of the instance these sessions run (seed 0, r1): a shell agent that knows its task's values."""
-    return instantiate(load_suite(BENCHMARK / "suites" / f"{name}.yml", REPO), seed=0, repeat=1).instance.values
+def drawn(name: str, seed: int = 0) -> dict[str, Any]:
+    """The values of the instance a session runs (seed 0 unless given, r1): a shell agent that knows its task's values."""
+    return instantiate(load_suite(BENCHMARK / "suites" / f"{name}.yml", REPO), seed=seed, repeat=1).instance.values
 
 
 ENGINE, CLOCK, MESSAGES, CONTACT = (drawn(name) for name in ("chrome-search-engine", "clock-world-clock",
