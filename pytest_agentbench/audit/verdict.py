@@ -180,10 +180,15 @@ def device_use_check(tool_calls: Iterable[ToolCall | RelayCall], device_aware_to
     device_calls = [call for call in tool_calls if call.name in device_aware_tools]
     succeeded = [call for call in device_calls if call.result_text is not None and not call.is_error]
     if device_calls:
-        outcomes = [
-            f"{short_tool_name(call.name)} ({'no result' if call.result_text is None else 'error' if call.is_error else 'ok'})"
-            for call in device_calls
-        ]
+        # One string per distinct tool and outcome, not one per call: 36,000 calls made 2 MB of copies.
+        labels: dict[tuple[str, str], str] = {}
+        outcomes = []
+        for call in device_calls:
+            key = (call.name, "no result" if call.result_text is None else "error" if call.is_error else "ok")
+            label = labels.get(key)
+            if label is None:
+                label = labels[key] = f"{short_tool_name(key[0])} ({key[1]})"
+            outcomes.append(label)
         seen = ", ".join(outcomes)
     else:
         seen = "no call to a device-aware tool"
