@@ -412,3 +412,21 @@ def test_the_timeline_gives_back_every_line_as_it_was_added():
     assert timeline == events and timeline != events[:-1]
     with pytest.raises(IndexError):
         timeline[6]
+
+
+def test_results_answer_the_latest_waiting_call_of_their_id_then_the_latest_call() -> None:
+    # Two calls share an id while both wait: the first result answers the later call, the second
+    # the earlier; a third result (no call of the id waits) replaces the later call's result, and
+    # a result for an id never opened is dropped.
+    def use(message_id: str, call_id: str, command: str) -> dict:
+        return {"type": "assistant", "message": {"id": message_id, "content": [
+            {"type": "tool_use", "id": call_id, "name": "Bash", "input": {"command": command}}]}}
+
+    def result(call_id: str, text: str) -> dict:
+        return {"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": call_id, "content": text}]}}
+
+    lines = [use("m1", "t1", "first"), use("m2", "t1", "second"), use("m3", "t2", "other"),
+             result("t1", "one"), result("t1", "two"), result("t2", "three"), result("t1", "four"), result("t9", "nobody")]
+    transcript = parse_lines(json.dumps(line) + "\n" for line in lines)
+    assert [(call.input["command"], call.result_text, call.result_line) for call in transcript.tool_calls] == [
+        ("first", "two", 5), ("second", "four", 7), ("other", "three", 6)]
