@@ -148,5 +148,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Mark the end-to-end tests `e2e`, so `pytest tests/ -m "not e2e"` is the quick subset for local iteration."""
     for item in items:
         module = item.path.stem
-        if "adversarial" in item.path.parts or module in E2E_MODULES or E2E_FIXTURES & set(getattr(item, "fixturenames", ())):
+        if {"adversarial", "e2e"} & set(item.path.parts) or module in E2E_MODULES or E2E_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.e2e)

@@ -455,7 +455,7 @@ def _one_instance(template: str, suite: dict[str, Any], prompts: Path) -> dict[s
     """A seeded template as one fixed instance without params: its values filled in, its prompt a file of its own.
 
     The projects' suites are named and keyed by their bare names (`suite`, not `suite[r1-3-2]`),
-    and the fakes answer for one known instance; drawing instances is tests/test_instances_e2e.py's.
+    and the fakes answer for one known instance; drawing instances is tests/e2e/test_instances_e2e.py's.
     """
     from pytest_agentbench.suite import load_suite
     from pytest_agentbench.suite.instance import instantiate
@@ -492,7 +492,7 @@ def _numbers_back(value: Any) -> Any:
 #: Session arguments for fake agents that write markers into the test's directories or report
 #: their pids: a confined agent can do neither (the test's tmp dir is hidden, the PID namespace
 #: renumbers), so those tests of the runner's own process handling run unconfined; the
-#: confinement itself is tested in tests/test_sandbox.py and tests/adversarial/.
+#: confinement itself is tested in tests/run/test_sandbox.py and tests/adversarial/.
 UNCONFINED = ("--agentbench-sandbox", "off")
 
 

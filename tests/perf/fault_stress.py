@@ -1,7 +1,7 @@
 """The fault tests, N times with every core kept busy -> how many rounds passed (`20/20` is the bar).
 
 Run: `python tests/perf/fault_stress.py [ROUNDS] [-k EXPR]` (default 20 rounds of
-tests/test_run_faults.py). Needs the `adb` command line and the venv's bin on PATH.
+tests/e2e/test_run_faults.py). Needs the `adb` command line and the venv's bin on PATH.
 
 One busy-loop process per core runs for the whole stress (started here, stopped here by process
 group, whatever happens), so hung agents, signals and shutdowns are exercised on a loaded machine
@@ -85,7 +85,7 @@ def main() -> int:
     parser.add_argument("-k", dest="keyword", help="run only the fault tests matching this pytest -k expression")
     parser.add_argument("--load", type=int, default=os.cpu_count() or 2, help="busy-loop processes (default: one per core)")
     options = parser.parse_args()
-    args = ["tests/test_run_faults.py", *(["-k", options.keyword] if options.keyword else [])]
+    args = ["tests/e2e/test_run_faults.py", *(["-k", options.keyword] if options.keyword else [])]
     logs = Path(tempfile.mkdtemp(prefix="agentbench-fault-stress-"))
     load = start_load(options.load)
     passed = 0
