@@ -78,6 +78,7 @@ class RelayLog:
         server_failures: Why a declared server could not be started, per failed connection.
         problems: Lines that did not parse (the file is the harness's own, so this is damage).
         unavailable: Why there is no log at all (None when there is one).
+        started: Server -> how many connections started its process (`connect` records).
     """
 
     declared_servers: tuple[str, ...] = ()
@@ -87,6 +88,16 @@ class RelayLog:
     server_failures: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()
     unavailable: str | None = None
+    started: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+
+    @property
+    def start_failures(self) -> dict[str, tuple[str, ...]]:
+        """Server -> why the hub could not start it, per connection that failed to (from `server_failures`)."""
+        found: dict[str, list[str]] = {}
+        for failure in self.server_failures:
+            name, _, reason = failure.partition(": ")
+            found.setdefault(name, []).append(reason)
+        return {name: tuple(reasons) for name, reasons in found.items()}
 
 
 def _float(value: Any) -> float | None:
@@ -120,6 +131,7 @@ def parse_relay_lines(lines: list[str]) -> RelayLog:
     failures: list[str] = []
     problems: list[str] = []
     connections = 0
+    started: dict[str, int] = {}
     saw_header = False
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -139,6 +151,7 @@ def parse_relay_lines(lines: list[str]) -> RelayLog:
             declared = tuple(str(name) for name in servers) if isinstance(servers, dict) else ()
         elif event == "connect":
             connections += 1
+            started[str(record.get("server", ""))] = started.get(str(record.get("server", "")), 0) + 1
         elif event == "server-failed":
             failures.append(f"{record.get('server')}: {record.get('reason')}")
         elif event == "tools/list":
@@ -156,6 +169,7 @@ def parse_relay_lines(lines: list[str]) -> RelayLog:
         connections=connections,
         server_failures=tuple(failures),
         problems=tuple(problems),
+        started=MappingProxyType(started),
     )
 
 
