@@ -20,7 +20,8 @@ only place a verdict is decided, for live runs and re-rendered ones alike.
   incomplete runs as not passed (docs/statistics.md).
 * `failed`: the run completed, but there was no non-error call to a device-aware tool, or the
   final answer is over `matching.MAX_ANSWER_CHARS`, or an answer check, a screen check or a device check failed (a screen or a device source that could
-  not be read fails its checks), or `verify.noShell` is set and the run called a shell tool.
+  not be read fails its checks), or `verify.noShell` is set and the run called a shell tool, or
+  the relay carried a call to a tool the suite's `claude.disallowedTools` denies.
 * `passed`: everything else.
 
 Evidence (docs/verdicts.md#where-the-evidence-comes-from): with a relay log (every live run),
@@ -59,7 +60,7 @@ if TYPE_CHECKING:
     from pytest_agentbench.suite import Suite
 
 #: Check kinds besides the device check kinds of `checks.KINDS`.
-CheckKind = Literal["answer", "screen", "device-use", "no-shell", "transcript", "completion"]
+CheckKind = Literal["answer", "screen", "device-use", "no-shell", "disallowed-tool", "transcript", "completion"]
 #: Claude Code's own tools that run commands; a server's shells come from its profile and schemas.
 BUILTIN_SHELL_TOOLS = frozenset({"Bash", "PowerShell"})
 # Reports (transcript.AgentReport kinds) of agentbench-agent that become stumbles: the agent
@@ -223,6 +224,40 @@ def no_shell_check(tool_calls: Iterable[ToolCall | RelayCall], shell_tools: froz
     return Check("no-shell", "no call to a shell tool", False, shown, "noShell")
 
 
+def _denies(rule: str, call: RelayCall) -> bool:
+    """Whether a `claude.disallowedTools` rule names a call the relay carried (Claude Code's rule forms).
+
+    A bare lowercase name is a tool of the configured server (`openLink`), `mcp__srv` and
+    `mcp__srv__*` every tool of a server, `mcp__srv__tool` one tool; a content rule (`Bash(git *)`)
+    and a built-in name never name an MCP call.
+    """
+    if "(" in rule:
+        return False
+    if rule.startswith("mcp__"):
+        if rule.count("__") == 1 or rule.endswith("__*"):
+            return call.server == rule.removeprefix("mcp__").removesuffix("__*")
+        return call.name == rule
+    return rule[:1].islower() and call.tool == rule
+
+
+def disallowed_tool_check(suite: Suite, calls: Iterable[RelayCall]) -> Check | None:
+    """`claude.disallowedTools`: no call the relay carried went to a tool the suite denies; None when it denies none.
+
+    The flag asks the agent's CLI to refuse those tools, but an agent that ignores it still
+    reaches them through the relay (a deep link in `ux-flow` skips the screens being measured):
+    the relay log is what decides.
+    """
+    rules = suite.claude.disallowed_tools
+    if not rules:
+        return None
+    expected = f"no call to a tool claude.disallowedTools denies ({', '.join(rules)})"
+    hits = [call for call in calls if any(_denies(rule, call) for rule in rules)]
+    if not hits:
+        return Check("disallowed-tool", expected, True, "no denied tool was called", "disallowedTools")
+    shown = ", ".join(f"{call.name}({_cut(json.dumps(call.input, ensure_ascii=False, sort_keys=True), 160)})" for call in hits)
+    return Check("disallowed-tool", expected, False, shown, "disallowedTools")
+
+
 def watched_patterns(suite: Suite) -> tuple[str, ...]:
     """The substrings the transcript parser must watch for in full tool results, for `stumbles_of`."""
     return tuple(pattern for pattern in (*suite.failure_patterns, *suite.ignored_failure_patterns) if pattern)
@@ -331,9 +366,14 @@ def failed_reason(check: Check) -> str:
     if check.kind == "answer":
         return f"answer check failed: expected {check.expected!r}; the reply ended with: {_cut(check.seen)}"
     if check.kind == "screen":
-        return f"screen check failed: expected {check.expected!r}; app texts on screen: {_cut(check.seen)}"
+        # An entry of several lines is one check: its lines shown together.
+        lines = [repr(line) for line in check.expected.split("\n") if line.strip()]
+        expected = f"{', '.join(lines[:-1])} and {lines[-1]} together" if len(lines) > 1 else repr(check.expected)
+        return f"screen check failed: expected {expected}; app texts on screen: {_cut(check.seen)}"
     if check.kind == "no-shell":
         return f"shell use (verify.noShell): the run called {check.seen}"
+    if check.kind == "disallowed-tool":
+        return f"a tool the suite denies (claude.disallowedTools): the run called {check.seen}"
     if check.kind == "transcript":
         return f"the transcript does not match the relay log: {check.seen}"
     if check.kind == "completion":
@@ -397,6 +437,10 @@ def audit_run(run: Run, transcript: Transcript, relay: RelayLog | None = None, b
     if suite.verify.no_shell:
         admitted = admitted_shell_calls(transcript) if relay is not None else []
         checks.append(no_shell_check([*evidence, *admitted], run.shell_tools))
+    # Judged from the calls the relay carried (a run saved before the relay has no such record).
+    denied = disallowed_tool_check(suite, relay.calls) if relay is not None else None
+    if denied is not None:
+        checks.append(denied)
     stumbles = stumbles_of(suite, transcript)
     failed = [failed_reason(check) for check in checks if not check.passed]
     findings = incomplete_findings(run, transcript, relay, bridge)
