@@ -232,11 +232,12 @@ class _Connection:
                                      request_id=outcome.id), line, now)
                 return
             self._note_message("to-server", outcome, now)
+        elif outcome.method == "notifications/cancelled":
+            body = self._translate_cancel(outcome, line, now)
+            if body is None:
+                return
+            self._note_message("to-server", outcome, now, cancels={"id": outcome.params["requestId"], "serverId": body["params"]["requestId"]})
         else:
-            if outcome.method == "notifications/cancelled":
-                body = self._translate_cancel(outcome, line, now)
-                if body is None:
-                    return
             self._note_message("to-server", outcome, now)
         _write_all(stdin_fd, encode(body))
 
@@ -265,13 +266,13 @@ class _Connection:
         if direction == "from-agent" and refusal.reply:
             self._send(encode(error_reply(refusal.reply_id, refusal.code, refusal.reason)))
 
-    def _note_message(self, direction: str, message: Message, now: tuple[float, float]) -> None:
+    def _note_message(self, direction: str, message: Message, now: tuple[float, float], **extra: Any) -> None:
         record = {"event": "message", **self._base(), "direction": direction, "kind": message.kind}
         if message.method is not None:
             record["method"] = message.method
         if message.kind != "notification":
             record["id"] = message.id
-        record.update(wall=now[0], monotonic=now[1])
+        record.update(extra, wall=now[0], monotonic=now[1])
         self.hub.log.write(record)
 
     # -- server -> agent ---------------------------------------------------------------------
