@@ -93,21 +93,21 @@ class RelayLog:
         declared_servers: The server names the agent's MCP config declares (the hub's header).
         listed_tools: Server -> the tool names it listed through the relay (absent: never listed).
         calls: Every `tools/call`, in the order the requests reached the hub.
+        refusals: The lines the relay did not forward, in order (docs/relay.md).
         connections: How many relay connections were made (one per server start).
         server_failures: Why a declared server could not be started, per failed connection.
         problems: Lines that did not parse (the file is the harness's own, so this is damage).
         unavailable: Why there is no log at all (None when there is one).
-        refusals: The lines the relay did not forward, in order (docs/relay.md).
     """
 
     declared_servers: tuple[str, ...] = ()
     listed_tools: Mapping[str, frozenset[str]] = field(default_factory=lambda: MappingProxyType({}))
     calls: tuple[RelayCall, ...] = ()
+    refusals: tuple[RelayRefusal, ...] = ()
     connections: int = 0
     server_failures: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()
     unavailable: str | None = None
-    refusals: tuple[RelayRefusal, ...] = ()
 
 
 def _float(value: Any) -> float | None:
@@ -152,13 +152,13 @@ def _refusal(record: Mapping[str, Any]) -> RelayRefusal:
 def parse_relay_lines(lines: list[str] | list[bytes]) -> RelayLog:
     """Relay log lines (already split on LF) -> RelayLog (pure; see `read_relay_log`)."""
     declared: tuple[str, ...] = ()
+    refusals: list[RelayRefusal] = []
+    requested: dict[tuple[Any, Any], Mapping[str, Any]] = {}
+    answered: set[tuple[Any, Any]] = set()
     listed: dict[str, set[str]] = {}
     calls: list[RelayCall] = []
     failures: list[str] = []
     problems: list[str] = []
-    refusals: list[RelayRefusal] = []
-    requested: dict[tuple[Any, Any], Mapping[str, Any]] = {}
-    answered: set[tuple[Any, Any]] = set()
     connections = 0
     saw_header = False
     for number, line in enumerate(lines, start=1):
@@ -200,10 +200,10 @@ def parse_relay_lines(lines: list[str] | list[bytes]) -> RelayLog:
         declared_servers=declared,
         listed_tools=MappingProxyType({name: frozenset(tools) for name, tools in listed.items()}),
         calls=tuple(calls),
+        refusals=tuple(refusals),
         connections=connections,
         server_failures=tuple(failures),
         problems=tuple(problems),
-        refusals=tuple(refusals),
     )
 
 
