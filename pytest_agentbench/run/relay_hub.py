@@ -27,7 +27,8 @@ the log are the calls the server was sent, one for one.
 * `response`: the answer to any other request (ping, resources/list, ...), with its status;
 * `message`: a notification either way, a server's request to the agent, the agent's answer;
 * `refused`: a line not forwarded (`direction` from-agent or from-server), the rule it broke,
-  its size and its first characters.
+  its size and its first characters;
+* `relay-error`: a fault of the hub's own that ended one direction of a connection.
 
 `run/relaylog.py` reads the file back into typed records for the audit.
 """
@@ -185,6 +186,8 @@ class _Connection:
                 self._from_agent(tail, stdin_fd)
         except OSError:
             pass
+        except Exception as exc:  # a fault of the hub's own: on the record, and the server still ends
+            self.hub.log.write({"event": "relay-error", **self._base(), "direction": "to-server", "error": repr(exc)[:300]})
         with contextlib.suppress(OSError):
             self.process.stdin.close()
 
@@ -301,6 +304,8 @@ class _Connection:
                 self._from_server(tail)
         except OSError:
             pass
+        except Exception as exc:  # a fault of the hub's own: on the record, and the agent's side still closes
+            self.hub.log.write({"event": "relay-error", **self._base(), "direction": "to-agent", "error": repr(exc)[:300]})
         with contextlib.suppress(OSError):
             self.conn.shutdown(socket.SHUT_RDWR)
         with contextlib.suppress(OSError):
