@@ -172,3 +172,4 @@ def test_the_whole_log_reads_back_call_by_call(session: tuple[CallServerHub, Raw
     executed = sorted(json.dumps(e, ensure_ascii=True, sort_keys=True) for e in hub.executed())
     assert executed == sorted(as_executed(c.tool, dict(c.arguments), c.server_id) for c in relay.calls)
     assert relay.refusals, "the generated streams include lines the relay must refuse"
+    assert not [r for r in hub.records() if r["event"] == "relay-error"], "a stream made the hub fail"
