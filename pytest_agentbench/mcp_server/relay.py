@@ -4,7 +4,8 @@ A dumb pipe, standard library only (it starts in tens of milliseconds): the byte
 MCP client writes on our stdin go to the socket, and what comes back goes to our stdout. The
 harness's hub (`run/relay_hub.py`) at the other end starts the real server, outside the agent's
 reach, and records every call. The relay knows nothing but the socket path: no adb endpoint, no
-server environment.
+server environment. It does not frame or parse anything on purpose: the hub is the one framing
+authority (docs/relay.md), so nothing this process could be made to do changes what is logged.
 """
 
 from __future__ import annotations

@@ -3,6 +3,10 @@
 The hub (`run/relay_hub.py`) writes the file; the audit takes these records as the evidence of
 tool calls, shell use and device use (`audit/verdict.py`, `audit/crosscheck.py`). Reading is the
 only I/O here; the records are frozen.
+
+The file is split on LF (`b"\\n"`) alone, never `str.splitlines()`: the hub writes ASCII JSON, so
+no character of an agent's argument (U+2028, U+0085, a form feed) can end a record early, and a
+log written before the hub escaped them (raw UTF-8 inside JSON strings) still reads whole.
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ class RelayCall:
 
     `name`, `input`, `result_text` and `is_error` mirror `audit.transcript.ToolCall`, so the
     audit's checks read either kind: `result_text` is "" once the server answered, None when it
-    never did.
+    never did. `request_id` is the agent's JSON-RPC id; `server_id` the id the hub gave the
+    request on its way to the server (None in logs written before the hub re-framed).
     """
 
     server: str
@@ -40,6 +45,7 @@ class RelayCall:
     start_monotonic: float | None = None
     end_monotonic: float | None = None
     connection: int | None = None
+    server_id: int | None = None
 
     @property
     def name(self) -> str:
@@ -67,6 +73,19 @@ class RelayCall:
 
 
 @dataclass(frozen=True)
+class RelayRefusal:
+    """A line the relay did not forward: from the agent (refused, answered with a JSON-RPC error) or from a server (dropped)."""
+
+    server: str
+    direction: str
+    reason: str
+    method: str | None = None
+    tool: str | None = None
+    request_id: Any = None
+    connection: int | None = None
+
+
+@dataclass(frozen=True)
 class RelayLog:
     """Everything the relay recorded for one run.
 
@@ -74,6 +93,7 @@ class RelayLog:
         declared_servers: The server names the agent's MCP config declares (the hub's header).
         listed_tools: Server -> the tool names it listed through the relay (absent: never listed).
         calls: Every `tools/call`, in the order the requests reached the hub.
+        refusals: The lines the relay did not forward, in order (docs/relay.md).
         connections: How many relay connections were made (one per server start).
         server_failures: Why a declared server could not be started, per failed connection.
         problems: Lines that did not parse (the file is the harness's own, so this is damage).
@@ -84,6 +104,7 @@ class RelayLog:
     declared_servers: tuple[str, ...] = ()
     listed_tools: Mapping[str, frozenset[str]] = field(default_factory=lambda: MappingProxyType({}))
     calls: tuple[RelayCall, ...] = ()
+    refusals: tuple[RelayRefusal, ...] = ()
     connections: int = 0
     server_failures: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()
@@ -120,12 +141,31 @@ def _call(record: Mapping[str, Any]) -> RelayCall:
         start_monotonic=_float(record.get("startMonotonic")),
         end_monotonic=_float(record.get("endMonotonic")),
         connection=record.get("connection") if isinstance(record.get("connection"), int) else None,
+        server_id=record.get("serverId") if isinstance(record.get("serverId"), int) else None,
     )
 
 
-def parse_relay_lines(lines: list[str]) -> RelayLog:
-    """Relay log lines -> RelayLog (pure; see `read_relay_log`)."""
+def _unanswered(record: Mapping[str, Any]) -> RelayCall:
+    """A `request` record whose `call` record was never written (the hub ended first): a call with no answer."""
+    return _call({**record, "status": "no-response", "startedAt": record.get("wall"), "startMonotonic": record.get("monotonic")})
+
+
+def _refusal(record: Mapping[str, Any]) -> RelayRefusal:
+    def text(key: str) -> str | None:
+        return record.get(key) if isinstance(record.get(key), str) else None
+
+    return RelayRefusal(server=str(record.get("server", "")), direction=str(record.get("direction", "")),
+                        reason=str(record.get("reason", "")), method=text("method"), tool=text("tool"),
+                        request_id=record.get("id"),
+                        connection=record.get("connection") if isinstance(record.get("connection"), int) else None)
+
+
+def parse_relay_lines(lines: list[str] | list[bytes]) -> RelayLog:
+    """Relay log lines (already split on LF) -> RelayLog (pure; see `read_relay_log`)."""
     declared: tuple[str, ...] = ()
+    refusals: list[RelayRefusal] = []
+    requested: dict[tuple[Any, Any], Mapping[str, Any]] = {}
+    answered: set[tuple[Any, Any]] = set()
     listed: dict[str, set[str]] = {}
     calls: list[RelayCall] = []
     failures: list[str] = []
@@ -137,8 +177,8 @@ def parse_relay_lines(lines: list[str]) -> RelayLog:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
-        except ValueError as exc:
+            record = json.loads(line.decode("utf-8") if isinstance(line, bytes) else line)
+        except ValueError as exc:  # UnicodeDecodeError is one
             problems.append(f"line {number}: {exc}")
             continue
         if not isinstance(record, dict):
@@ -159,6 +199,13 @@ def parse_relay_lines(lines: list[str]) -> RelayLog:
             listed.setdefault(str(record.get("server", "")), set()).update(str(tool) for tool in tools)
         elif event == "call":
             calls.append(_call(record))
+            if "serverId" in record:
+                answered.add((record.get("connection"), record.get("serverId")))
+        elif event == "request" and record.get("method") == "tools/call":
+            requested[(record.get("connection"), record.get("serverId"))] = record
+        elif event == "refused":
+            refusals.append(_refusal(record))
+    calls.extend(_unanswered(record) for key, record in requested.items() if key not in answered)
     if not saw_header:
         return RelayLog(problems=tuple(problems), unavailable="the relay log has no header (the hub never started)")
     calls.sort(key=lambda call: call.start_monotonic if call.start_monotonic is not None else float("inf"))
@@ -166,6 +213,7 @@ def parse_relay_lines(lines: list[str]) -> RelayLog:
         declared_servers=declared,
         listed_tools=MappingProxyType({name: frozenset(tools) for name, tools in listed.items()}),
         calls=tuple(calls),
+        refusals=tuple(refusals),
         connections=connections,
         server_failures=tuple(failures),
         problems=tuple(problems),
@@ -176,7 +224,7 @@ def parse_relay_lines(lines: list[str]) -> RelayLog:
 def read_relay_log(path: Path) -> RelayLog:
     """Read a run's relay log; a missing or unreadable file is a RelayLog whose `unavailable` says why."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        data = Path(path).read_bytes()
     except OSError as exc:
         return RelayLog(unavailable=f"the relay log {Path(path).name} cannot be read: {exc.strerror or exc}")
-    return parse_relay_lines(text.splitlines())
+    return parse_relay_lines(data.split(b"\n"))

@@ -4,7 +4,8 @@ Run: `python tests/perf/relay_overhead.py [CALLS]` (default 400 per side and res
 
 The server is a small echo MCP server (answers at once, results of 2 KB and 60 KB: a short text
 and a screen dump), so the difference is the relay's cost alone: two more pipe/socket hops,
-the hub's request and response parsing and the relay.jsonl line. The hub runs in a process of
+the hub's parsing, validation and re-framing of each request and response (docs/relay.md) and
+its relay.jsonl lines (one before forwarding the request, one before the answer). The hub runs in a process of
 its own, as it does inside the pytest process while the agent is another process. Not a timed
 assertion: it prints the numbers (issue 19's target: at most 5 ms median added per call).
 """
