@@ -235,6 +235,12 @@ def relay_findings(run: Run, relay: RelayLog, *, read: bool = True) -> list[Find
             found.append((f"the hub could not start the MCP server {name} on {len(reasons)} of {started + len(reasons)} "
                            f"connections ({cut(reasons[0])}); it started on the others, and the agent's own connections "
                            "can exhaust the host, so this counts as the agent's", "agent"))
+    if relay.hub_errors:
+        # The hub's own fault, but one met while it handled the agent's bytes (or the answers to
+        # them): what the agent sent may have provoked it, and calls may be missing from the log.
+        found.append((f"the relay hub failed on {_plural(len(relay.hub_errors), 'connection direction')} (first: "
+                      f"{cut(relay.hub_errors[0], 160)}); it was handling the agent's bytes, which may have provoked it, "
+                      "so this counts as the agent's", "agent"))
     if relay.problems:
         # Whatever of the agent's bytes the hub writes (tool arguments) could damage a line; a
         # damaged log hides calls, so it can only cost the agent.

@@ -99,6 +99,7 @@ class RelayLog:
         problems: Lines that did not parse (the file is the harness's own, so this is damage).
         unavailable: Why there is no log at all (None when there is one).
         started: Server -> how many connections started its process (`connect` records).
+        hub_errors: Faults of the hub's own that ended one direction of a connection (`relay-error`).
     """
 
     declared_servers: tuple[str, ...] = ()
@@ -110,6 +111,7 @@ class RelayLog:
     problems: tuple[str, ...] = ()
     unavailable: str | None = None
     started: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    hub_errors: tuple[str, ...] = ()
 
     @property
     def start_failures(self) -> dict[str, tuple[str, ...]]:
@@ -172,6 +174,7 @@ def parse_relay_lines(lines: list[str] | list[bytes]) -> RelayLog:
     problems: list[str] = []
     connections = 0
     started: dict[str, int] = {}
+    hub_errors: list[str] = []
     saw_header = False
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -205,6 +208,9 @@ def parse_relay_lines(lines: list[str] | list[bytes]) -> RelayLog:
             requested[(record.get("connection"), record.get("serverId"))] = record
         elif event == "refused":
             refusals.append(_refusal(record))
+        elif event == "relay-error":
+            hub_errors.append(f"{record.get('server')} connection {record.get('connection')}, {record.get('direction')}: "
+                              f"{record.get('error')}")
     calls.extend(_unanswered(record) for key, record in requested.items() if key not in answered)
     if not saw_header:
         return RelayLog(problems=tuple(problems), unavailable="the relay log has no header (the hub never started)")
@@ -218,6 +224,7 @@ def parse_relay_lines(lines: list[str] | list[bytes]) -> RelayLog:
         server_failures=tuple(failures),
         problems=tuple(problems),
         started=MappingProxyType(started),
+        hub_errors=tuple(hub_errors),
     )
 
 

@@ -134,6 +134,11 @@ ROUTES = {
         dict(relay_log=relay(problems=("line 7: Unterminated string starting at: line 1 column 96",))),
         "the relay log is damaged (1 line did not parse; first: line 7: Unterminated string",
     ),
+    "the relay hub's own fault": (
+        None, None,  # met while handling the agent's bytes: they may have provoked it
+        dict(relay_log=dataclasses.replace(relay(), hub_errors=("agentbench connection 1, to-server: ValueError('x')",))),
+        "the relay hub failed on 1 connection direction (first: agentbench connection 1, to-server: ValueError('x'))",
+    ),
     "sealed inputs changed": (
         dict(seal_problems=("device-before.json changed while the agent ran",)),
         "the audit's inputs do not match their seals: device-before.json changed while the agent ran",
@@ -229,6 +234,7 @@ _RELAYS = [
     relay(problems=("line 3: Expecting value: line 1 column 1",)),  # bytes that broke a line
     relay(started=30, failures=("could not start `python`: Resource temporarily unavailable",)),  # a flood of connections
     relay(calls=(relayed(), relayed("tapOn", "error"), relayed("observe", "no-response"))),
+    dataclasses.replace(relay(), hub_errors=("agentbench connection 1, to-server: RecursionError()",)),  # bytes that broke the hub
 ]
 _BRIDGES = [
     None,
