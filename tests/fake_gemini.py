@@ -24,21 +24,16 @@ Usage::
 
 from __future__ import annotations
 
-import itertools
 import json
-import os
 import re
-import threading
-import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Union
 from urllib.parse import parse_qs, urlsplit
 
-import pytest
+from scriptedfake import ScriptedFake
 
 DEFAULT_MODEL_VERSION = "gemini-2.5-pro"
 DEFAULT_USAGE = {"promptTokenCount": 1000, "candidatesTokenCount": 20, "cachedContentTokenCount": 0, "thoughtsTokenCount": 0}
@@ -245,7 +240,7 @@ def response_json(model_reply: Reply, *, model_version: str, response_id: str) -
     }
 
 
-class FakeGemini:
+class FakeGemini(ScriptedFake[GeminiRequest]):
     """A scripted Gemini API on a free 127.0.0.1 port, served from a background thread.
 
     Args:
@@ -256,6 +251,8 @@ class FakeGemini:
         api_key: When set, the only key accepted; any other request gets a 400 API_KEY_INVALID.
     """
 
+    thread_name = "fake-gemini"
+
     def __init__(
         self,
         script: Sequence[Turn],
@@ -265,92 +262,27 @@ class FakeGemini:
         side_reply: str = "Fake side answer",
         api_key: str | None = None,
     ) -> None:
-        self.script = list(script)
-        self.after_script = after_script or (lambda _request: reply(text("Done.")))
+        super().__init__(script, after_script or (lambda _request: reply(text("Done."))))
         self.model_version = model_version
         self.side_reply = side_reply
         self.api_key = api_key
-        self.requests: list[GeminiRequest] = []
-        #: Exceptions raised by script turns (each answered with a 500): a test asserts this is empty.
-        self.script_errors: list[str] = []
-        self._lock = threading.Lock()
-        self._turns = itertools.count()
-        self._stopping = threading.Event()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-
-    @property
-    def port(self) -> int:
-        assert self._server is not None, "start() the fake first"
-        return self._server.server_address[1]
 
     @property
     def base_url(self) -> str:
         """`http://127.0.0.1:PORT` (the SDK appends `/v1beta/models/...`)."""
         return f"http://127.0.0.1:{self.port}"
 
-    @property
-    def agent_requests(self) -> list[GeminiRequest]:
-        """The agent-loop requests (those answered from the script), in arrival order."""
-        with self._lock:
-            return [r for r in self.requests if r.turn is not None]
+    def handler_class(self) -> type[BaseHTTPRequestHandler]:
+        return _make_handler(self)
 
-    @property
-    def hung(self) -> int:
-        """How many requests are being held unanswered (or stalled mid-stream)."""
-        with self._lock:
-            return sum(1 for r in self.requests if r.outcome in ("hang", "stalled"))
-
-    def start(self) -> FakeGemini:
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-gemini", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stopping.set()
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> FakeGemini:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-    def _record(self, request: GeminiRequest) -> None:
-        with self._lock:
-            self.requests.append(request)
-
-    def _next_outcome(self, request: GeminiRequest) -> Outcome:
-        """The scripted answer to an agent-loop request; a script that raises is answered 500 and logged."""
-        with self._lock:
-            turn = next(self._turns)
-            request.turn = turn
-        chosen = self.script[turn] if turn < len(self.script) else self.after_script
-        try:
-            return chosen(request)
-        except Exception as error:  # noqa: BLE001 - a broken script must show in the log, not as a dropped connection
-            self.script_errors.append(f"turn {turn}: {type(error).__name__}: {error}")
-            request.outcome = "script error"
-            return HttpError(500, f"the fake's script failed at turn {turn}: {error}")
+    def script_failed(self, turn: int, error: Exception) -> Outcome:
+        return HttpError(500, f"the fake's script failed at turn {turn}: {error}")
 
     def authorized(self, headers: dict[str, str], query: dict[str, list[str]]) -> bool:
         if self.api_key is None:
             return True
         lowered = {key.lower(): value for key, value in headers.items()}
         return lowered.get("x-goog-api-key") == self.api_key or query.get("key") == [self.api_key]
-
-    def wait_for_hang(self, timeout: float) -> bool:
-        """Block until a request is being held unanswered or stalled (for hang scenarios)."""
-        deadline = time.monotonic() + timeout
-        while not self.hung and time.monotonic() < deadline:
-            self._stopping.wait(0.05)
-        return bool(self.hung)
 
 
 def _make_handler(fake: FakeGemini) -> type[BaseHTTPRequestHandler]:
@@ -369,7 +301,7 @@ def _make_handler(fake: FakeGemini) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(payload)
 
         def do_GET(self) -> None:  # noqa: N802 - stdlib naming
-            fake._record(GeminiRequest("GET", self.path, dict(self.headers), {}, outcome="404"))
+            fake.record(GeminiRequest("GET", self.path, dict(self.headers), {}, outcome="404"))
             self._send_json(404, HttpError(404, f"no route {self.path} (fake)").body())
 
         def do_POST(self) -> None:  # noqa: N802
@@ -381,7 +313,7 @@ def _make_handler(fake: FakeGemini) -> type[BaseHTTPRequestHandler]:
                 body = {"_unparseable": raw.decode("utf-8", "replace")}
             url = urlsplit(self.path)
             request = GeminiRequest("POST", self.path, dict(self.headers), body)
-            fake._record(request)
+            fake.record(request)
             route = _ROUTE.match(url.path)
             if route is None:
                 request.outcome = "404"
@@ -401,7 +333,7 @@ def _make_handler(fake: FakeGemini) -> type[BaseHTTPRequestHandler]:
                 self._send_json(404, HttpError(404, f"method {request.rpc} not faked").body())
                 return
             if request.tools:
-                outcome = fake._next_outcome(request)
+                outcome = fake.next_outcome(request)
             else:
                 outcome = reply(text(fake.side_reply), usage={"promptTokenCount": 10, "candidatesTokenCount": 3})
                 request.outcome = "side"
@@ -410,7 +342,7 @@ def _make_handler(fake: FakeGemini) -> type[BaseHTTPRequestHandler]:
         def _answer(self, request: GeminiRequest, outcome: Outcome) -> None:
             if isinstance(outcome, _Hang):
                 request.outcome = "hang"
-                fake._stopping.wait()  # hold the connection open without a byte until the fake stops
+                fake.hold()  # the connection stays open without a byte until the fake stops
                 self.close_connection = True
                 return
             if isinstance(outcome, HttpError):
@@ -436,7 +368,7 @@ def _make_handler(fake: FakeGemini) -> type[BaseHTTPRequestHandler]:
                     self.wfile.flush()
                 if outcome.stall_after is not None:
                     request.outcome = "stalled"
-                    fake._stopping.wait()  # the stream stays open, silent, until the fake stops
+                    fake.hold()  # the stream stays open, silent, until the fake stops
                 else:
                     request.outcome = request.outcome or "reply"
             except (BrokenPipeError, ConnectionResetError):
@@ -445,54 +377,3 @@ def _make_handler(fake: FakeGemini) -> type[BaseHTTPRequestHandler]:
 
     return Handler
 
-
-# ----------------------------------------------------------------------------- the real CLI
-
-#: Where CI installs the pinned agent CLIs (`.ci/run`); tests skip with this hint without it.
-NPM_CACHE = Path(os.environ.get("AGENTBENCH_NPM_CACHE", Path.home() / ".cache" / "agentbench" / "npm"))
-GEMINI = NPM_CACHE / "node_modules" / ".bin" / "gemini"
-GEMINI_VERSION = "0.61.0"
-#: Named explicitly: the default `auto` first asks a router model to choose one.
-GEMINI_MODEL = "gemini-2.5-pro"
-#: An empty file in the workdir that stops the upward search for GEMINI.md files
-#: (settings `context.memoryBoundaryMarkers`).
-BOUNDARY_MARKER = ".agentbench-workdir"
-
-
-@pytest.fixture(scope="module")
-def gemini_bin() -> Path:
-    """The pinned Gemini CLI, or a skip that says how to install it."""
-    if not GEMINI.exists():
-        pytest.skip(
-            f"Gemini CLI not installed at {GEMINI}: run `npm install --prefix {NPM_CACHE} "
-            f"@google/gemini-cli@{GEMINI_VERSION}` or set AGENTBENCH_NPM_CACHE"
-        )
-    return GEMINI
-
-
-def gemini_settings(*, mcp_command: str, mcp_args: list[str], max_attempts: int = 2) -> dict:
-    """A `~/.gemini/settings.json` with only the MCP server `dev` as a way out, for a fresh GEMINI_CLI_HOME.
-
-    `tools.core` is an allowlist that registers no built-in tool (shell, file, web, agents) and
-    denies every tool but dev's; its tools run without prompting (`trust`). Usage statistics,
-    telemetry and update checks are off; the API key auth type is chosen explicitly because
-    `GOOGLE_GEMINI_BASE_URL` alone selects the `gateway` type, which headless mode rejects.
-    """
-    return {
-        "mcpServers": {"dev": {"command": mcp_command, "args": list(mcp_args), "trust": True}},
-        "mcp": {"allowed": ["dev"]},
-        "security": {"auth": {"selectedType": "gemini-api-key"}},
-        "privacy": {"usageStatisticsEnabled": False},
-        "telemetry": {"enabled": False},
-        "general": {
-            "enableAutoUpdate": False, "enableAutoUpdateNotification": False, "plan": {"enabled": False},
-            "checkpointing": {"enabled": False}, "maxAttempts": max_attempts,
-        },
-        "tools": {"core": ["mcp_dev_*"]},
-        "experimental": {"enableAgents": False},
-        "useWriteTodos": False,
-        "skills": {"enabled": False},
-        "hooksConfig": {"enabled": False},
-        "context": {"includeDirectoryTree": False, "memoryBoundaryMarkers": [BOUNDARY_MARKER]},
-        "advanced": {"ignoreLocalEnv": True},
-    }

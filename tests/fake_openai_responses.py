@@ -23,21 +23,15 @@ Usage::
 
 from __future__ import annotations
 
-import itertools
 import json
-import os
-import subprocess
-import tempfile
-import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Union
 
-import pytest
+from scriptedfake import ScriptedFake
 
 DEFAULT_MODEL = "gpt-5.1-codex"
 DEFAULT_USAGE = {"input_tokens": 1000, "cached_tokens": 0, "output_tokens": 20, "reasoning_tokens": 0}
@@ -399,7 +393,7 @@ def response_json(response_reply: Reply, *, model: str, response_id: str) -> dic
     return _response(response_id, model, "completed", [_done_item(item) for item in response_reply.items], response_reply.usage)
 
 
-class FakeResponses:
+class FakeResponses(ScriptedFake[ResponsesRequest]):
     """A scripted Responses API on a free 127.0.0.1 port, served from a background thread.
 
     Args:
@@ -410,6 +404,8 @@ class FakeResponses:
         api_key: When set, the only bearer token accepted; any other request gets a 401.
     """
 
+    thread_name = "fake-responses"
+
     def __init__(
         self,
         script: Sequence[Turn],
@@ -419,83 +415,30 @@ class FakeResponses:
         side_reply: str = "Fake session",
         api_key: str | None = None,
     ) -> None:
-        self.script = list(script)
-        self.after_script = after_script or (lambda _request: reply(text("Done.")))
+        super().__init__(script, after_script or (lambda _request: reply(text("Done."))))
         self.model = model
         self.side_reply = side_reply
         self.api_key = api_key
-        self.requests: list[ResponsesRequest] = []
-        #: Exceptions raised by script turns (each answered with a 500): a test asserts this is empty.
-        self.script_errors: list[str] = []
         self._last_calls: tuple[str, ...] = ()
-        self._lock = threading.Lock()
-        self._turns = itertools.count()
-        self._stopping = threading.Event()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-
-    @property
-    def port(self) -> int:
-        assert self._server is not None, "start() the fake first"
-        return self._server.server_address[1]
 
     @property
     def base_url(self) -> str:
         """`http://127.0.0.1:PORT/v1` (Codex appends `/responses`)."""
         return f"http://127.0.0.1:{self.port}/v1"
 
-    @property
-    def agent_requests(self) -> list[ResponsesRequest]:
-        """The agent-loop requests (those answered from the script), in arrival order."""
-        with self._lock:
-            return [r for r in self.requests if r.turn is not None]
+    def handler_class(self) -> type[BaseHTTPRequestHandler]:
+        return _make_handler(self)
 
-    @property
-    def hung(self) -> int:
-        """How many requests are being held unanswered (or stalled mid-stream)."""
-        with self._lock:
-            return sum(1 for r in self.requests if r.outcome in ("hang", "stalled"))
+    def script_failed(self, turn: int, error: Exception) -> Outcome:
+        return HttpError(500, f"the fake's script failed at turn {turn}: {error}")
 
-    def start(self) -> FakeResponses:
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-responses", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stopping.set()
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> FakeResponses:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-    def _record(self, request: ResponsesRequest) -> None:
-        with self._lock:
-            self.requests.append(request)
-
-    def _next_outcome(self, request: ResponsesRequest) -> Outcome:
-        """The scripted answer to an agent-loop request; a script that raises is answered 500 and logged."""
-        with self._lock:
-            turn = next(self._turns)
-            request.turn = turn
+    def next_outcome(self, request: ResponsesRequest) -> Outcome:
+        """The scripted answer, remembering the calls it makes so the next request's `tool_outputs()` finds their answers."""
+        with self.lock:
             request.answering = self._last_calls
-        chosen = self.script[turn] if turn < len(self.script) else self.after_script
-        try:
-            outcome = chosen(request)
-        except Exception as error:  # noqa: BLE001 - a broken script must show in the log, not as a dropped connection
-            self.script_errors.append(f"turn {turn}: {type(error).__name__}: {error}")
-            request.outcome = "script error"
-            return HttpError(500, f"the fake's script failed at turn {turn}: {error}")
+        outcome = super().next_outcome(request)
         if isinstance(outcome, Reply):
-            with self._lock:
+            with self.lock:
                 self._last_calls = tuple(item.call_id for item in outcome.items if not isinstance(item, TextItem))
         return outcome
 
@@ -504,13 +447,6 @@ class FakeResponses:
             return True
         lowered = {key.lower(): value for key, value in headers.items()}
         return lowered.get("authorization") == f"Bearer {self.api_key}"
-
-    def wait_for_hang(self, timeout: float) -> bool:
-        """Block until a request is being held unanswered or stalled (for hang scenarios)."""
-        deadline = time.monotonic() + timeout
-        while not self.hung and time.monotonic() < deadline:
-            self._stopping.wait(0.05)
-        return bool(self.hung)
 
 
 def _error_body(message: str, error_type: str, code: str | None) -> dict:
@@ -542,7 +478,7 @@ def _make_handler(fake: FakeResponses) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:  # noqa: N802 - stdlib naming
             request = ResponsesRequest("GET", self.path, dict(self.headers), {})
-            fake._record(request)
+            fake.record(request)
             if self._unauthorized(request):
                 return
             request.outcome = "404"
@@ -556,7 +492,7 @@ def _make_handler(fake: FakeResponses) -> type[BaseHTTPRequestHandler]:
             except json.JSONDecodeError:
                 body = {"_unparseable": raw.decode("utf-8", "replace")}
             request = ResponsesRequest("POST", self.path, dict(self.headers), body)
-            fake._record(request)
+            fake.record(request)
             if self._unauthorized(request):
                 return
             if not self.path.split("?", 1)[0].rstrip("/").endswith("/responses"):
@@ -564,7 +500,7 @@ def _make_handler(fake: FakeResponses) -> type[BaseHTTPRequestHandler]:
                 self._send_json(404, _error_body(f"no route {self.path} (fake)", "invalid_request_error", "not_found"))
                 return
             if request.agent_loop:
-                outcome = fake._next_outcome(request)
+                outcome = fake.next_outcome(request)
             else:
                 outcome = reply(text(fake.side_reply), usage={"input_tokens": 10, "output_tokens": 3})
                 request.outcome = "side"
@@ -573,7 +509,7 @@ def _make_handler(fake: FakeResponses) -> type[BaseHTTPRequestHandler]:
         def _answer(self, request: ResponsesRequest, outcome: Outcome) -> None:
             if isinstance(outcome, _Hang):
                 request.outcome = "hang"
-                fake._stopping.wait()  # hold the connection open without a byte until the fake stops
+                fake.hold()  # the connection stays open without a byte until the fake stops
                 self.close_connection = True
                 return
             if isinstance(outcome, HttpError):
@@ -609,112 +545,10 @@ def _make_handler(fake: FakeResponses) -> type[BaseHTTPRequestHandler]:
                     self.wfile.flush()
                 if stall is not None:
                     stall.outcome = "stalled"
-                    fake._stopping.wait()  # the stream stays open, silent, until the fake stops
+                    fake.hold()  # the stream stays open, silent, until the fake stops
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up
             self.close_connection = True
 
     return Handler
 
-
-# ----------------------------------------------------------------------------- the real CLI
-
-#: Where CI installs the pinned agent CLIs (`.ci/run`); tests skip with this hint without it.
-NPM_CACHE = Path(os.environ.get("AGENTBENCH_NPM_CACHE", Path.home() / ".cache" / "agentbench" / "npm"))
-CODEX = NPM_CACHE / "node_modules" / ".bin" / "codex"
-CODEX_VERSION = "0.171.0"
-#: A model Codex 0.171.0 knows (no "model metadata not found" warning) that takes plain function
-#: tools; it defers MCP tools behind `tool_search` (tests/data/codex-stream/README.md).
-CODEX_MODEL = "gpt-5.5"
-#: The provider entry's name in config.toml and the variable its key is read from.
-CODEX_PROVIDER = "agentbench"
-CODEX_KEY_VARIABLE = "AGENTBENCH_FAKE_OPENAI_KEY"
-
-
-@pytest.fixture(scope="module")
-def codex_bin() -> Path:
-    """The pinned Codex CLI, or a skip that says how to install it."""
-    install = f"run `npm install --prefix {NPM_CACHE} @openai/codex@{CODEX_VERSION}` or set AGENTBENCH_NPM_CACHE"
-    if not CODEX.exists():
-        pytest.skip(f"Codex CLI not installed at {CODEX}: {install}")
-    # The launcher is JavaScript; the program is a native binary from an optional npm package
-    # (@openai/codex-linux-x64 and the like), which an install without optional packages lacks.
-    with tempfile.TemporaryDirectory(prefix="codex-version-") as home:
-        # Even `--version` writes helper links under $CODEX_HOME/tmp: keep them out of the real home.
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home, "CODEX_HOME": home}
-        try:
-            version = subprocess.run([str(CODEX), "--version"], capture_output=True, text=True, timeout=30, check=False, env=env)
-            problem = "" if version.returncode == 0 else version.stderr.strip()[-300:] or f"exit {version.returncode}"
-        except (OSError, subprocess.TimeoutExpired) as error:
-            problem = str(error)
-    if problem:
-        pytest.skip(f"Codex CLI at {CODEX} does not run (is its native binary package missing?): {problem}; {install}")
-    return CODEX
-
-
-def codex_config(*, base_url: str, mcp_command: str, mcp_args: list[str], model: str = CODEX_MODEL, retries: int = 1) -> str:
-    """A `$CODEX_HOME/config.toml` that points Codex at the fake, with only the MCP server `dev` as a way out.
-
-    Codex's own shell, patch-writing (read-only sandbox), web search, image, sub-agent, plugin and
-    skill features are off, nothing phones home (analytics, plugin sync, update check), MCP calls
-    need no approval, and the first model request waits for the MCP server (`required`).
-    """
-    quoted = json.dumps
-    return f"""model = {quoted(model)}
-model_provider = {quoted(CODEX_PROVIDER)}
-approval_policy = "never"
-sandbox_mode = "read-only"
-check_for_update_on_startup = false
-web_search = "disabled"
-project_doc_max_bytes = 0
-
-[tools]
-experimental_request_user_input.enabled = false
-
-[analytics]
-enabled = false
-
-[feedback]
-enabled = false
-
-[features]
-plugins = false
-apps = false
-shell_tool = false
-view_image = false
-goals = false
-shell_snapshot = false
-image_generation = false
-browser_use = false
-computer_use = false
-hooks = false
-memories = false
-skill_search = false
-tool_suggest = false
-remote_plugin = false
-in_app_browser = false
-
-[agents]
-enabled = false
-
-[skills]
-include_instructions = false
-
-[skills.bundled]
-enabled = false
-
-[model_providers.{CODEX_PROVIDER}]
-name = "agentbench fake"
-base_url = {quoted(base_url)}
-env_key = {quoted(CODEX_KEY_VARIABLE)}
-wire_api = "responses"
-request_max_retries = {retries}
-stream_max_retries = {retries}
-
-[mcp_servers.dev]
-command = {quoted(mcp_command)}
-args = {quoted(mcp_args)}
-required = true
-default_tools_approval_mode = "approve"
-startup_timeout_sec = 30
-"""

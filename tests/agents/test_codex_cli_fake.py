@@ -2,8 +2,8 @@
 
 The fast tests at the top check the fake on its own. The `agent_cli` tests run the pinned
 `codex exec --json` against it with the tiny MCP stdio server `dev` (tests/clirun.py), in a fresh
-HOME and CODEX_HOME whose config.toml (fake_openai_responses.codex_config) leaves that server as
-the only way out; each run's process group is killed afterwards. They skip with an install hint
+HOME and CODEX_HOME whose config.toml (codexcli.codex_config) leaves that server as the only way
+out; each run's process group is killed afterwards. They skip with an install hint
 when the CLI is missing (AGENTBENCH_NPM_CACHE, .ci/run).
 """
 
@@ -17,14 +17,12 @@ from pathlib import Path
 
 import pytest
 from clirun import MCP_SERVER, PROMPT, CliRun, group_gone, run_cli
-from fake_openai_responses import (  # noqa: F401  (codex_bin is a fixture)
-    CODEX_KEY_VARIABLE,
+from codexcli import CODEX_KEY_VARIABLE, codex_bin, codex_config  # noqa: F401  (codex_bin is a fixture)
+from fake_openai_responses import (
     FakeResponses,
     HttpError,
     ResponsesRequest,
     StreamFailure,
-    codex_bin,
-    codex_config,
     failure_events,
     function_call,
     reply,
@@ -190,3 +188,16 @@ def test_codex_own_shell_tool_is_not_there_and_leaves_no_trace_in_the_stream(cod
     assert api.script_errors == [] and run.exit_code == 0, run.stderr
     assert items(run, "command_execution") == [] and items(run, "mcp_tool_call") == []
     assert items(run, "agent_message")[-1]["text"] == "EXPECTED_COUNT: 3"
+
+
+@pytest.mark.agent_cli
+@pytest.mark.e2e
+def test_codex_waits_on_a_stream_that_stops_midway_and_its_group_dies_with_it(codex_bin: Path, tmp_path: Path) -> None:
+    stalled = [lambda r: reply(text("I will look at the screen now, then answer with the count."), tool_search("device"), stall_after=5)]
+    with FakeResponses(stalled, api_key=KEY) as api:
+        run = run_codex(codex_bin, tmp_path, api, wait_for_hang=api.wait_for_hang)
+        assert api.hung == 1
+    # Five seconds after the stream stopped Codex was still waiting (default idle timeout 300 s): killed.
+    assert run.timed_out and run.exit_code == -9
+    assert [e["type"] for e in run.events] == ["thread.started", "turn.started"], "partial text is never printed"
+    assert group_gone(run.process_group), "the CLI and its MCP server must be gone after the group kill"

@@ -3,7 +3,7 @@
 The fast tests at the top check the fake on its own. The `agent_cli` tests run the pinned
 `gemini -p --output-format stream-json` against it with the tiny MCP stdio server `dev`
 (tests/clirun.py), in a fresh HOME = GEMINI_CLI_HOME whose settings.json
-(fake_gemini.gemini_settings) leaves that server as the only way out; each run's process group
+(geminicli.gemini_settings) leaves that server as the only way out; each run's process group
 is killed afterwards. They skip with an install hint when the CLI is missing
 (AGENTBENCH_NPM_CACHE, .ci/run). The CLI takes about ten seconds to start.
 """
@@ -18,19 +18,8 @@ from pathlib import Path
 
 import pytest
 from clirun import MCP_SERVER, PROMPT, CliRun, group_gone, run_cli
-from fake_gemini import (  # noqa: F401  (gemini_bin is a fixture)
-    BOUNDARY_MARKER,
-    GEMINI_MODEL,
-    FakeGemini,
-    GeminiRequest,
-    HttpError,
-    function_call,
-    gemini_bin,
-    gemini_settings,
-    reply,
-    stream_chunks,
-    text,
-)
+from fake_gemini import FakeGemini, GeminiRequest, HttpError, function_call, reply, stream_chunks, text
+from geminicli import BOUNDARY_MARKER, GEMINI_MODEL, gemini_bin, gemini_settings  # noqa: F401  (gemini_bin is a fixture)
 
 KEY = "agentbench-SENTINEL-gemini-key"
 RUN_TIMEOUT_S = 180
