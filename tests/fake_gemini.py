@@ -1,14 +1,15 @@
 """Scripted turns into a fake Gemini API (streamGenerateContent over SSE) for driving the real Gemini CLI.
 
-Gemini CLI 0.61.0 pointed here with `GOOGLE_GEMINI_BASE_URL` (its "gateway" auth) sends
-`POST /v1beta/models/{model}:streamGenerateContent?alt=sse` with `x-goog-api-key: <GEMINI_API_KEY>`.
+Gemini CLI 0.61.0 pointed here with `GOOGLE_GEMINI_BASE_URL` (and the API-key auth type chosen
+in its settings, tests/geminicli.py) sends `POST /v1beta/models/{model}:streamGenerateContent?alt=sse`
+with `x-goog-api-key: <GEMINI_API_KEY>`.
 Requests that declare functions are the agent loop: each one is answered by the next turn of the
 script. A turn is a function of the request (so it can look at the functions declared and the
 function responses received) returning a `Reply` (text and/or functionCall parts), an
 `HttpError` (a Google-style error body), or `HANG` (never answered until the server stops). A
 `Reply` with `stall_after=N` sends its first N chunks and then holds the stream open. Requests
-without functions (and `generateContent`/`countTokens` calls) are side requests: logged and
-answered with a short text or a token count. With `api_key` set, any request that does not
+without functions (such as the `auto` model router's `generateContent`) are side requests,
+answered with a short text; `countTokens` gets a token count. With `api_key` set, any request that does not
 carry exactly that key (header `x-goog-api-key` or `?key=`) is answered 400 API_KEY_INVALID, as
 the real API does.
 

@@ -4,21 +4,25 @@ Codex CLI 0.171.0 (`codex exec`) with a `model_providers` entry whose `wire_api 
 sends `POST {base_url}/responses` with `stream: true` and `Authorization: Bearer <env_key>`.
 Requests that offer tools are the agent loop: each one is answered by the next turn of the
 script. A turn is a function of the request (so it can look at the tools offered and the tool
-outputs received) returning a `Reply` (text and/or function calls), an `HttpError`, a
-`StreamFailure` (HTTP 200, then a `response.failed` event), or `HANG` (the request is never
-answered until the server stops). A `Reply` with `stall_after=N` sends its first N events and
-then holds the stream open: a hang in the middle of a streamed answer. Requests without tools are
-side requests: they are logged and answered with a short text. With `api_key` set, any request
-that does not carry exactly that bearer token is answered 401, as the real API would.
+outputs received) returning a `Reply`, an `HttpError`, a `StreamFailure` (HTTP 200, then a
+`response.failed` event), or `HANG` (the request is never answered until the server stops). A
+`Reply` holds output items: text, function calls (a namespaced one for an MCP tool, whose
+namespace Codex names `mcp__SERVER`), custom tool calls (code mode's JavaScript `exec`,
+`apply_patch`) and client-run tool searches (how a model loads the MCP tools Codex defers). With
+`stall_after=N` it sends its first N events and then holds the stream open: a hang in the middle
+of a streamed answer. Requests without tools are side requests: logged and answered with a
+short text. With `api_key` set, any request that does not carry exactly that bearer token is
+answered 401, as the real API would.
 
-Usage::
+Usage (tests/codexcli.py writes the config.toml that points Codex here)::
 
     script = [
+        lambda req: reply(tool_search("device tools")),
         lambda req: reply(function_call(req.tool_named("observe"), {"device": "emulator-5554"})),
         lambda req: reply(text("EXPECTED_COUNT: 3")),
     ]
     with FakeResponses(script, api_key="sk-test") as api:
-        config["model_providers"]["fake"]["base_url"] = api.base_url   # .../v1
+        config = codex_config(base_url=api.base_url, mcp_command=..., mcp_args=[...])
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from typing import Any, Union
 
 from scriptedfake import ScriptedFake
 
-DEFAULT_MODEL = "gpt-5.1-codex"
+DEFAULT_MODEL = "gpt-5.5"
 DEFAULT_USAGE = {"input_tokens": 1000, "cached_tokens": 0, "output_tokens": 20, "reasoning_tokens": 0}
 
 
@@ -85,7 +89,6 @@ class ToolSearchCall:
 
 
 Item = Union[TextItem, FunctionCall, CustomToolCall, ToolSearchCall]
-Call = Union[FunctionCall, CustomToolCall, ToolSearchCall]
 
 
 def _new_id(prefix: str) -> str:
