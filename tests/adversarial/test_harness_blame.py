@@ -9,7 +9,9 @@ reached `harness`:
 * `claims-server-failed`, `claims-server-pending`: an init event whose server is not connected
   (it never starts its relay, or starts it and says otherwise);
 * `claims-no-server`: an init event that lists no MCP server;
-* `damages-relay-log`: a tool argument with U+2028, which split a line of relay.jsonl;
+* `damages-relay-log`: a tool argument with U+2028, which split a line of relay.jsonl (the relay's
+  ASCII log closed that split since; a damaged log is the agent's either way, so the rule does
+  not depend on it);
 * `deletes-relay-log` (unconfined: it reaches its run directory): removes relay.jsonl.
 
 Their honest counterparts, where the harness really failed, keep cause `harness`:
