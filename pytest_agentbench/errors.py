@@ -57,6 +57,10 @@ class AgentProcessError(AgentbenchError):
     """The agent command could not be started."""
 
 
+class AgentStreamError(AgentProcessError):
+    """The agent ran, but the harness could not write its stream to the run directory (a full disk)."""
+
+
 class TranscriptError(AgentbenchError):
     """A stream-json transcript could not be read at all."""
 

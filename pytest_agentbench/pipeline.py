@@ -34,6 +34,7 @@ from pytest_agentbench.report.document import scrub
 from pytest_agentbench.report.text import render_text_report, transcript_tail
 from pytest_agentbench.run.artifacts import RunArtifacts, new_run_dir
 from pytest_agentbench.run.postrun import PostRunState
+from pytest_agentbench.run.bridgelog import read_bridge_log
 from pytest_agentbench.run.relaylog import read_relay_log
 from pytest_agentbench.run.saved import load_run
 from pytest_agentbench.run.saved import resolve_result_paths  # noqa: F401 (--agentbench-from-result's collection)
@@ -75,7 +76,8 @@ def conclude(run: Run, context: ConcludeContext, saved: RunResult | None = None,
         seals = dict(saved.seals)
     transcript = parse_file(run.transcript_path, watch=watched_patterns(run.suite))
     relay = read_relay_log(run.relay_log_path) if run.relay_log_path is not None else None
-    audit = audit_run(run, transcript, relay)
+    bridge = read_bridge_log(run.bridge_log_path) if run.bridge_log_path is not None else None
+    audit = audit_run(run, transcript, relay, bridge)
     split = time_split(
         transcript.timeline, read_arrivals(run.timing_path), wall_clock_seconds=run.process.wall_clock_seconds,
         tool_names={call.id: call.name for call in transcript.tool_calls}, reports=transcript.reports,

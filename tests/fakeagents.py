@@ -57,6 +57,40 @@ def result(text, subtype="success", is_error=False):
           "usage": {"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": 0,
                     "cache_read_input_tokens": 0}, "permission_denials": []})
 
+def api_error(text, status=None):
+    # As Claude Code ends on an API error: a synthetic assistant text, then `success` with `is_error`.
+    emit({"type": "assistant", "message": {"id": "msg_err", "type": "message", "role": "assistant", "model": "<synthetic>",
+          "content": [{"type": "text", "text": text}], "usage": {"input_tokens": 0, "output_tokens": 0}},
+          "session_id": "fake-session", "error": "api_error"})
+    emit({"type": "result", "subtype": "success", "is_error": True, "api_error_status": status, "num_turns": 1,
+          "result": text, "total_cost_usd": 0, "duration_ms": 5, "session_id": "fake-session",
+          "usage": {"input_tokens": 0, "output_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
+          "permission_denials": []})
+
+def reach_model():
+    # Asks the model host as a client would (through HTTPS_PROXY when one is set); returns what
+    # went wrong, or None when it answered.
+    import socket
+    from urllib.parse import urlsplit
+    url = urlsplit(os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com")
+    port = url.port or (443 if url.scheme == "https" else 80)
+    proxy = os.environ.get("HTTPS_PROXY") or os.environ.get("https_proxy")
+    try:
+        if proxy:
+            hop = urlsplit(proxy)
+            conn = socket.create_connection((hop.hostname, hop.port), timeout=20)
+            conn.sendall(("CONNECT %%s:%%d HTTP/1.1\r\nHost: %%s:%%d\r\n\r\n" %% (url.hostname, port, url.hostname, port)).encode())
+        else:
+            conn = socket.create_connection((url.hostname, port), timeout=20)
+            conn.sendall(b"POST /v1/messages HTTP/1.1\r\nHost: model\r\nContent-Length: 2\r\n\r\n{}")
+        answer = conn.recv(4096)
+        conn.close()
+    except OSError as exc:
+        return "%%s: %%s" %% (exc.__class__.__name__, exc)
+    if not answer or b" 200 " not in answer.split(b"\r\n", 1)[0]:
+        return "the connection was closed: %%r" %% answer[:60]
+    return None
+
 def mark(path, **data):
     # Written whole and renamed, so a test polling for it never reads half a marker.
     partial = path + ".partial"
@@ -137,6 +171,17 @@ say(PARAMS["final"])
 line = json.dumps({"type": "result", "subtype": "success", "is_error": False, "result": PARAMS["final"]})
 sys.stdout.write(line[: len(line) // 2])
 sys.stdout.flush()
+""",
+    # Tries its model host, as Claude Code would first; where the host cannot be reached, the run
+    # ends in an API error as Claude Code's does (else it answers without a tool call).
+    "model-unreachable": """
+init()
+problem = reach_model()
+if problem is None:
+    say(PARAMS["final"])
+    result(PARAMS["final"])
+else:
+    api_error("API Error: Connection error. (%s)" % problem)
 """,
     # The stream ends in an error result, as Claude Code does when the budget runs out.
     "error-result": """

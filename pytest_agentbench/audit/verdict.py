@@ -9,20 +9,19 @@ only place a verdict is decided, for live runs and re-rendered ones alike.
   `connected` in init (or there was no init), the stream has no `result` or an error one
   (`error_max_budget_usd`, `error_max_turns`, `success` with `is_error` = an API error; the
   first result event decides, and an error result after it also leaves the run incomplete), or
-  some stream lines did not parse.
-  The device going away during the run, or a failed device-use check when the harness could
-  not list the server's tools, also leave the run incomplete: neither is the agent's doing.
-  Every incomplete verdict names its cause (`Verdict.cause`): the agent's (a timeout, no
-  output, a budget or turn cap, a crash or non-zero exit, no init or no result event, stream
-  lines that do not parse) or the harness's (the agent program never started or its exit is
-  unknown, an MCP server not connected or never started, the relay log missing or damaged, an
-  API error from the model endpoint, sealed inputs that do not match, the device lost, the
-  server's tools not listed). When both kinds of reason are present the harness's wins: a
-  broken harness proves nothing about the agent. The statistics count the agent's incomplete
-  runs as not passed (docs/statistics.md).
+  some stream lines did not parse; the relay log or the seals are not what the harness wrote, or
+  the device went away, or the harness could not list the server's tools when device use failed.
+  Every incomplete verdict names its cause (`Verdict.cause`), decided in `audit.causes`: the
+  harness's only on evidence the harness owns (its processes, its relay's records, its probe,
+  its model bridge's record, its device reads, its seals on a confined run); what only the
+  agent's stream says (a server not connected, an API error) is the agent's unless that evidence
+  confirms it, and the reason says which. When both kinds of reason are present the harness's
+  wins: a broken harness proves nothing about the agent. The statistics count the agent's
+  incomplete runs as not passed (docs/statistics.md).
 * `failed`: the run completed, but there was no non-error call to a device-aware tool, or the
   final answer is over `matching.MAX_ANSWER_CHARS`, or an answer check, a screen check or a device check failed (a screen or a device source that could
-  not be read fails its checks), or `verify.noShell` is set and the run called a shell tool.
+  not be read fails its checks), or `verify.noShell` is set and the run called a shell tool, or
+  the relay carried a call to a tool the suite's `claude.disallowedTools` denies.
 * `passed`: everything else.
 
 Evidence (docs/verdicts.md#where-the-evidence-comes-from): with a relay log (every live run),
@@ -39,11 +38,11 @@ agent of this project reports: `recovery`) are reported and counted in the metri
 from __future__ import annotations
 
 import json
-import signal as _signal
 from collections import Counter
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Literal
 
+from pytest_agentbench.audit import causes
 from pytest_agentbench.audit.crosscheck import first_mismatch, split_mcp_name
 from pytest_agentbench.audit.matching import answer_size_problem, match_answer
 from pytest_agentbench.audit.transcript import short_tool_name
@@ -56,11 +55,12 @@ from pytest_agentbench.run.relaylog import RelayLog
 
 if TYPE_CHECKING:
     from pytest_agentbench.audit.transcript import ToolCall, Transcript
+    from pytest_agentbench.run.bridgelog import BridgeLog
     from pytest_agentbench.run.relaylog import RelayCall
     from pytest_agentbench.suite import Suite
 
 #: Check kinds besides the device check kinds of `checks.KINDS`.
-CheckKind = Literal["answer", "screen", "device-use", "no-shell", "transcript", "completion"]
+CheckKind = Literal["answer", "screen", "device-use", "no-shell", "disallowed-tool", "transcript", "completion"]
 #: Claude Code's own tools that run commands; a server's shells come from its profile and schemas.
 BUILTIN_SHELL_TOOLS = frozenset({"Bash", "PowerShell"})
 # Reports (transcript.AgentReport kinds) of agentbench-agent that become stumbles: the agent
@@ -83,84 +83,22 @@ def _cut(text: str, limit: int = _DETAIL_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _signal_name(number: int) -> str:
-    try:
-        return _signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
-
-
-#: How the harness marks a ProcessOutcome whose agent program could not be started (run.execute).
-NEVER_STARTED = "the agent never started"
-
-
-def incomplete_findings(*, suite: Suite, transcript: Transcript, process: ProcessOutcome) -> list[tuple[str, IncompleteCause]]:
-    """List why a run did not complete, each reason with its cause (the agent's or the harness's); empty when it did.
+def incomplete_findings(run: Run, transcript: Transcript, relay: RelayLog | None = None,
+                        bridge: BridgeLog | None = None) -> list[tuple[str, IncompleteCause]]:
+    """List why a run did not complete, each reason with whose doing it was (`audit.causes`); empty when it did.
 
     Args:
-        suite: The suite (for its timeout in the message).
-        transcript: The parsed stream.
-        process: How the agent process ended.
+        run: The run record (its process outcome, confinement, probe error, seals, device).
+        transcript: The parsed stream (the agent's claims: init, results).
+        relay: The relay log, when the run had one.
+        bridge: The model bridge log, when the run was confined with a model endpoint.
 
     Returns:
         (sentence, cause) per reason, in the order a reader should fix them.
     """
-    found: list[tuple[str, IncompleteCause]] = []
-    if process.timed_out:
-        found.append((f"the agent timed out after claude.timeoutSeconds={suite.claude.timeout_seconds:g}s", "agent"))
-    elif process.stopped_because is not None:
-        # The harness's own stops: no output for idleTimeoutSeconds (the agent's), or a program
-        # that could not be started (a wrong --claude: the harness's setup).
-        found.append((process.stopped_because, "harness" if process.stopped_because.startswith(NEVER_STARTED) else "agent"))
-    elif process.ended_after_result:
-        # The agent lingered after its result event and the harness ended it: a finished run,
-        # whose result event (below) says how it ended; the signal was ours.
-        pass
-    elif process.signal is not None:
-        found.append((f"the agent was killed by {_signal_name(process.signal)}", "agent"))
-    elif process.exit_code is None:
-        found.append(("the agent's exit status is unknown", "harness"))
-    elif process.exit_code != 0:
-        # The agent's own last words first: "AGENTBENCH_OPENAI_BASE_URL is not set: ..." says more
-        # than an exit code.
-        said = f": {_cut(process.last_stderr_line)}" if process.last_stderr_line else ""
-        found.append((f"the agent exited with code {process.exit_code}{said}", "agent"))
-    init = transcript.init
-    if init is None:
-        # The agent writes the init event; one that crashes or prints nothing has none.
-        found.append(("the stream has no init event, so the MCP server was never reported connected", "agent"))
-    elif not init.mcp_servers:
-        found.append(("the init event lists no MCP server", "harness"))
-    else:
-        for server in init.mcp_servers:
-            if server.status != "connected":
-                found.append((f"MCP server '{server.name}' was {server.status}, not connected", "harness"))
-    result = transcript.result
-    if result is None:
-        found.append(("the stream ended without a result event", "agent"))
-    elif result.subtype != "success":
-        # error_max_budget_usd, error_max_turns, error_during_execution: the agent's caps and crashes.
-        detail = f": {_cut('; '.join(result.errors))}" if result.errors else ""
-        found.append((f"the run ended in {result.subtype}{detail}", "agent"))
-    elif result.is_error:
-        # The model endpoint failed or could not be reached: not the agent's doing.
-        status = f" (HTTP {result.api_error_status})" if result.api_error_status is not None else ""
-        detail = f": {_cut(result.result)}" if result.result else ""
-        found.append((f"the run ended in an API error{status}{detail}", "harness"))
-    for later in transcript.later_results:
-        if later.subtype != "success" or later.is_error:
-            what = later.subtype if later.subtype != "success" else "an API error"
-            found.append((f"a later result event ended in {what} (the first result decides, and any error result "
-                          "leaves the run incomplete)", "agent" if later.subtype != "success" else "harness"))
-            break
-    if transcript.unparseable:
-        first = transcript.unparseable[0]
-        count = len(transcript.unparseable)
-        found.append((
-            f"{count} stream line{'s' if count != 1 else ''} did not parse "
-            f"(first at line {first.line_number}: {first.reason})",
-            "agent",
-        ))
+    found = causes.process_findings(run)
+    found += causes.server_findings(run, transcript, relay)
+    found += causes.result_findings(run, transcript, bridge)
     return found
 
 
@@ -286,6 +224,40 @@ def no_shell_check(tool_calls: Iterable[ToolCall | RelayCall], shell_tools: froz
     return Check("no-shell", "no call to a shell tool", False, shown, "noShell")
 
 
+def _denies(rule: str, call: RelayCall) -> bool:
+    """Whether a `claude.disallowedTools` rule names a call the relay carried (Claude Code's rule forms).
+
+    A bare lowercase name is a tool of the configured server (`openLink`), `mcp__srv` and
+    `mcp__srv__*` every tool of a server, `mcp__srv__tool` one tool; a content rule (`Bash(git *)`)
+    and a built-in name never name an MCP call.
+    """
+    if "(" in rule:
+        return False
+    if rule.startswith("mcp__"):
+        if rule.count("__") == 1 or rule.endswith("__*"):
+            return call.server == rule.removeprefix("mcp__").removesuffix("__*")
+        return call.name == rule
+    return rule[:1].islower() and call.tool == rule
+
+
+def disallowed_tool_check(suite: Suite, calls: Iterable[RelayCall]) -> Check | None:
+    """`claude.disallowedTools`: no call the relay carried went to a tool the suite denies; None when it denies none.
+
+    The flag asks the agent's CLI to refuse those tools, but an agent that ignores it still
+    reaches them through the relay (a deep link in `ux-flow` skips the screens being measured):
+    the relay log is what decides.
+    """
+    rules = suite.claude.disallowed_tools
+    if not rules:
+        return None
+    expected = f"no call to a tool claude.disallowedTools denies ({', '.join(rules)})"
+    hits = [call for call in calls if any(_denies(rule, call) for rule in rules)]
+    if not hits:
+        return Check("disallowed-tool", expected, True, "no denied tool was called", "disallowedTools")
+    shown = ", ".join(f"{call.name}({_cut(json.dumps(call.input, ensure_ascii=False, sort_keys=True), 160)})" for call in hits)
+    return Check("disallowed-tool", expected, False, shown, "disallowedTools")
+
+
 def watched_patterns(suite: Suite) -> tuple[str, ...]:
     """The substrings the transcript parser must watch for in full tool results, for `stumbles_of`."""
     return tuple(pattern for pattern in (*suite.failure_patterns, *suite.ignored_failure_patterns) if pattern)
@@ -394,9 +366,14 @@ def failed_reason(check: Check) -> str:
     if check.kind == "answer":
         return f"answer check failed: expected {check.expected!r}; the reply ended with: {_cut(check.seen)}"
     if check.kind == "screen":
-        return f"screen check failed: expected {check.expected!r}; app texts on screen: {_cut(check.seen)}"
+        # An entry of several lines is one check: its lines shown together.
+        lines = [repr(line) for line in check.expected.split("\n") if line.strip()]
+        expected = f"{', '.join(lines[:-1])} and {lines[-1]} together" if len(lines) > 1 else repr(check.expected)
+        return f"screen check failed: expected {expected}; app texts on screen: {_cut(check.seen)}"
     if check.kind == "no-shell":
         return f"shell use (verify.noShell): the run called {check.seen}"
+    if check.kind == "disallowed-tool":
+        return f"a tool the suite denies (claude.disallowedTools): the run called {check.seen}"
     if check.kind == "transcript":
         return f"the transcript does not match the relay log: {check.seen}"
     if check.kind == "completion":
@@ -420,17 +397,7 @@ def admitted_shell_calls(transcript: Transcript) -> list[ToolCall]:
     return [call for call in transcript.tool_calls if call.name in BUILTIN_SHELL_TOOLS]
 
 
-def relay_incomplete_reasons(relay: RelayLog) -> list[str]:
-    """Why the relay's evidence cannot be had (not the agent's doing); empty when it can."""
-    if relay.unavailable:
-        return [f"the harness has no record of the MCP calls: {relay.unavailable}"]
-    reasons = [f"the harness could not start the MCP server {failure}" for failure in relay.server_failures]
-    if relay.problems:
-        reasons.append(f"the relay log is damaged ({len(relay.problems)} line(s) did not parse; first: {relay.problems[0]})")
-    return reasons
-
-
-def audit_run(run: Run, transcript: Transcript, relay: RelayLog | None = None) -> Audit:
+def audit_run(run: Run, transcript: Transcript, relay: RelayLog | None = None, bridge: BridgeLog | None = None) -> Audit:
     """Audit one run from hard signals only.
 
     Args:
@@ -440,6 +407,9 @@ def audit_run(run: Run, transcript: Transcript, relay: RelayLog | None = None) -
         relay: The run's relay log (`run.relaylog.read_relay_log(run.relay_log_path)`): the
             evidence of tool use. None for a run saved before the relay (`run.relay_log` None);
             a run that had a relay but whose log is not given is incomplete.
+        bridge: The run's model bridge log (`run.bridgelog.read_bridge_log(run.bridge_log_path)`):
+            the harness's evidence that the model host could not be reached, without which an API
+            error in the stream is the agent's (`audit.causes`). None when the run had no bridge.
 
     Returns:
         The verdict, every check (device use, answers, screen, device state, shell use),
@@ -448,6 +418,7 @@ def audit_run(run: Run, transcript: Transcript, relay: RelayLog | None = None) -
     """
     suite = run.suite
     reply = final_reply(transcript)
+    relay_read = relay is not None
     if relay is None and run.relay_log is not None:
         relay = RelayLog(unavailable=f"the relay log {run.relay_log} was not read")
     # The evidence of tool use: what the relay carried; the transcript only for pre-relay runs.
@@ -466,23 +437,25 @@ def audit_run(run: Run, transcript: Transcript, relay: RelayLog | None = None) -
     if suite.verify.no_shell:
         admitted = admitted_shell_calls(transcript) if relay is not None else []
         checks.append(no_shell_check([*evidence, *admitted], run.shell_tools))
+    # Judged from the calls the relay carried (a run saved before the relay has no such record).
+    denied = disallowed_tool_check(suite, relay.calls) if relay is not None else None
+    if denied is not None:
+        checks.append(denied)
     stumbles = stumbles_of(suite, transcript)
     failed = [failed_reason(check) for check in checks if not check.passed]
-    findings = incomplete_findings(suite=suite, transcript=transcript, process=run.process)
+    findings = incomplete_findings(run, transcript, relay, bridge)
     if relay is not None:
-        findings += [(reason, "harness") for reason in relay_incomplete_reasons(relay)]
-    if run.seal_problems:
-        # Evidence that is not what the harness sealed proves nothing either way.
-        findings = [(f"the audit's inputs do not match their seals: {'; '.join(run.seal_problems)}", "harness"), *findings]
-    # Not the agent's doing: the device vanished, or the harness could not tell which tools act
-    # on a device (so a failed device-use check proves nothing).
+        findings += causes.relay_findings(run, relay, read=relay_read)
+    # Evidence that is not what the harness sealed proves nothing either way.
+    findings = [*causes.seal_findings(run), *findings]
+    # The device vanished (the harness's only when the agent could not have done it), or the
+    # harness could not tell which tools act on a device (so a failed device-use check proves nothing).
     if not findings and run.device_lost:
-        findings = [(f"the device went away during the run: {run.device_lost}", "harness")]
+        findings = [causes.device_lost_finding(run, relay)]
     if not findings and failed and run.probe_error:
         findings = [(f"the harness could not list the MCP server's tools, so device use cannot be judged: {run.probe_error}", "harness")]
     if findings:
-        cause: IncompleteCause = "harness" if any(c == "harness" for _, c in findings) else "agent"
-        verdict = Verdict("incomplete", tuple(reason for reason, _ in findings), cause)
+        verdict = Verdict("incomplete", tuple(reason for reason, _ in findings), causes.decide(findings))
     else:
         verdict = Verdict("failed", tuple(failed)) if failed else Verdict("passed", ())
     return Audit(

@@ -352,10 +352,14 @@ def screen_includes(texts: Iterable[str], expected: str) -> bool:
     """Tell whether one of the app's on-screen texts shows `expected` standalone, case-sensitively.
 
     Both sides have their Unicode spaces normalised first (`text.normalize_spaces`), as the
-    observe text shows them: `12:30 PM` matches Android 14's `12:30\u202fPM`.
+    observe text shows them: `12:30 PM` matches Android 14's `12:30\u202fPM`. An entry of several
+    lines is one check of them together: every line must be shown (each by some text) on this
+    one screen, for a state only the lines together describe (`Expected count: 3` with
+    `Displayed count: 0`, where each alone is also a fresh screen's or an undone job's).
     """
-    wanted = normalize_spaces(expected)
-    return any(standalone_match(normalize_spaces(text), wanted, ignore_case=False) for text in texts)
+    shown = [normalize_spaces(text) for text in texts]
+    wanted = [normalize_spaces(line) for line in expected.split("\n") if line.strip()]
+    return bool(wanted) and all(any(standalone_match(text, line, ignore_case=False) for text in shown) for line in wanted)
 
 
 def extract_hierarchy(raw: bytes) -> str:

@@ -19,6 +19,12 @@ if TYPE_CHECKING:
     from pytest_agentbench.suite import Suite
 
 
+#: How the harness begins `ProcessOutcome.stopped_because` when the agent program could not be
+#: started at all (`run/execute.py`), and when its stream could not be written after it started.
+NEVER_STARTED = "the agent never started"
+STREAM_UNWRITTEN = "the harness could not save the agent's stream"
+
+
 @dataclass(frozen=True)
 class ProcessOutcome:
     """How the agent process ended: exit code (None if unknown), timeout, terminating signal."""
@@ -149,10 +155,22 @@ class Run:
     #: How the agent was confined (`run.confine.AgentConfinement.record`): on or off, what was
     #: asked, the policy; None for a run recorded before the sandbox existed.
     sandbox: Mapping[str, Any] | None = None
+    #: The model bridge log's file name (`model-bridge.jsonl`) when the run was confined with a
+    #: model endpoint: the harness's record of the connections to the model host. None: no record.
+    bridge_log: str | None = None
 
     @property
     def relay_log_path(self) -> Path | None:
         return self.run_dir / self.relay_log if self.relay_log else None
+
+    @property
+    def bridge_log_path(self) -> Path | None:
+        return self.run_dir / self.bridge_log if self.bridge_log else None
+
+    @property
+    def confined(self) -> bool:
+        """Whether the agent ran in the sandbox (so it could not reach the run directory or the device but through the relay)."""
+        return isinstance(self.sandbox, Mapping) and self.sandbox.get("mode") == "on"
 
     @property
     def transcript_path(self) -> Path:
@@ -199,6 +217,7 @@ class AuditInputs:
     shell_tools: tuple[str, ...]
     device_state: DeviceStateFiles | None
     relay_log: str | None = None
+    bridge_log: str | None = None
 
     @classmethod
     def of(cls, run: Run) -> AuditInputs:
@@ -216,6 +235,7 @@ class AuditInputs:
                 state.unavailable,
             ),
             relay_log=run.relay_log,
+            bridge_log=run.bridge_log,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -228,6 +248,8 @@ class AuditInputs:
             "shellTools": list(self.shell_tools),
             "deviceState": self.device_state.to_json() if self.device_state is not None else None,
             "relayLog": self.relay_log,
+            # Only written when there is one, so documents of runs without a bridge read back unchanged.
+            **({"bridgeLog": self.bridge_log} if self.bridge_log else {}),
         }
 
     @classmethod
@@ -242,4 +264,5 @@ class AuditInputs:
             shell_tools=tuple(data.get("shellTools") or ()),
             device_state=DeviceStateFiles.from_json(state) if isinstance(state, Mapping) else None,
             relay_log=data.get("relayLog"),
+            bridge_log=data.get("bridgeLog") if isinstance(data.get("bridgeLog"), str) else None,
         )

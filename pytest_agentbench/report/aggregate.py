@@ -35,8 +35,8 @@ from pytest_agentbench.report.summary import fit, table
 STATISTICS_LEGEND = (
     "passed = passes/judged runs (judged = passed + failed + incomplete by the agent's doing: timeout, "
     "budget or turn cap, crash, no result); incomplete: all incomplete runs, (N agent) of them the agent's, "
-    "counted as not passed; the harness's (device lost, server not connected, endpoint failing, no result "
-    "document) are in neither number; CI: Wilson {level} interval of the rate; pass@k: chance at least one of "
+    "counted as not passed; the harness's (proven by its own records: device lost, server never started, "
+    "model host unreachable, no result document) are in neither number; CI: Wilson {level} interval of the rate; pass@k: chance at least one of "
     "k runs passes, pass^k: that all k pass (unbiased, over judged runs; k = {k}, the most runs a suite had "
     "up to 3; n/a: fewer than k judged); metrics: median (Q1–Q3, the interquartile range) over passed and failed runs"
 )

@@ -170,6 +170,13 @@ def render_text_report(result: RunResult, *, current_scoring_code: str | None = 
     if recorded and recorded != status:
         # A saved run judged differently today: say so, whichever way it moved.
         lines.append(f"Re-render: ! the verdict differs from the one recorded live ({recorded.upper()} -> {status.upper()})")
+    elif recorded == "incomplete" and result.rerendered is not None:
+        # Whose doing decides whether the run is in the pass rate: a changed cause is a changed result.
+        was = (result.rerendered.verdict_when_recorded or {}).get("incompleteCause")
+        now = result.verdict.cause
+        if was is not None and now is not None and was != now:
+            lines.append(f"Re-render: ! the cause differs from the one recorded live ({was} -> {now}): "
+                         "today's rules decide whose doing an incomplete run was (docs/verdicts.md#who-decides-a-cause)")
     model, cli = result.fingerprints.observed_model, result.fingerprints.claude_code_version
     lines.append(f"Device: {result.device_serial or 'unknown'}   Agent CLI: {cli or 'unknown'}   Model: {model or 'unknown'}")
     lines += _checks_section(result)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pytest_agentbench.errors import ConfigError
 from pytest_agentbench.redact import mask_secrets
+from pytest_agentbench.run.bridgelog import BRIDGE_LOG_NAME
 from pytest_agentbench.run.invocation import Invocation
 
 
@@ -101,6 +102,11 @@ class RunArtifacts:
     def relay_log(self) -> Path:
         """Every call the harness's MCP relay carried (`run/relay_hub.py` writes it)."""
         return self.run_dir / "relay.jsonl"
+
+    @property
+    def bridge_log(self) -> Path:
+        """Every connection the sandbox's model bridge opened or refused (`run/bridgelog.py`)."""
+        return self.run_dir / BRIDGE_LOG_NAME
 
     @property
     def command(self) -> Path:

@@ -75,7 +75,7 @@ class AgentConfinement:
 
     def __init__(self, mode: SandboxMode, argv: Sequence[str], env: Mapping[str, str], *, workdir: Path, agent_command: str,
                  run_dir: Path, output_root: Path, project_root: Path, suite_file: Path,
-                 relay_socket_dir: Path | None = None) -> None:
+                 relay_socket_dir: Path | None = None, bridge_log: Path | None = None) -> None:
         self.mode = mode
         self.argv = list(argv)
         self.env = dict(env)
@@ -88,7 +88,7 @@ class AgentConfinement:
             workdir=workdir, agent_command=agent_command, environ=env, run_dir=run_dir, output_root=output_root,
             project_root=project_root, suite_file=suite_file, extra_binds=[relay_socket_dir] if relay_socket_dir else [],
         )
-        self._inner = bwrap.Confinement(self.policy, argv, env)
+        self._inner = bwrap.Confinement(self.policy, argv, env, bridge_log=bridge_log)
 
     def __enter__(self) -> AgentConfinement:
         if self._inner is not None:
@@ -108,6 +108,13 @@ class AgentConfinement:
     def __exit__(self, *exc_info: object) -> None:
         if self._inner is not None:
             self._inner.__exit__(*exc_info)
+
+    @property
+    def bridge_log(self) -> str | None:
+        """The model bridge log's file name when this run's bridge recorded one (confined, with a model endpoint), else None."""
+        if self._inner is None or not self._inner.bridge_recorded or self._inner.bridge_log is None:
+            return None
+        return self._inner.bridge_log.name
 
     def record(self) -> dict[str, Any]:
         """result.json's `sandbox` block."""

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 
 from pytest_agentbench.baseline.fingerprints import requested_model, suite_digest
 from pytest_agentbench.baseline.server_build import ServerBuild, adb_client_versions, agent_cli_version, server_build_fingerprint
-from pytest_agentbench.errors import AgentbenchError, AgentProcessError
-from pytest_agentbench.records.run import ProcessOutcome, Run
+from pytest_agentbench.errors import AgentbenchError, AgentProcessError, AgentStreamError
+from pytest_agentbench.records.run import NEVER_STARTED, STREAM_UNWRITTEN, ProcessOutcome, Run
 from pytest_agentbench.run.artifacts import PrivateDaemon, RunArtifacts, agent_workdir_parent, write_run_files
 from pytest_agentbench.run.cleanup import run_cleanup
 from pytest_agentbench.run.confine import AgentConfinement, SandboxMode
@@ -181,7 +181,8 @@ def measure_run(
         device.hand_over()
         harness["setupSeconds"] = _since(clock)
         started_at = now()
-        confinement = confine_run(invocation, options=options, suite=suite, run_dir=run_dir, project_root=project_root)
+        confinement = confine_run(invocation, options=options, suite=suite, run_dir=run_dir, project_root=project_root,
+                                  bridge_log=artifacts.bridge_log)
         try:
             # Leaving the confinement waits until nothing the agent started is alive.
             with confinement as confined:
@@ -193,13 +194,18 @@ def measure_run(
                     pass_fds=confined.pass_fds, on_started=confined.started,
                 )
             process = replace(agent.outcome, last_stderr_line=last_line(artifacts.stderr))
+        except AgentStreamError as unwritten:
+            # The agent ran, but its stream could not be saved (a full disk): its own output can
+            # cause that, so the audit does not take it for the harness's fault (audit/causes.py).
+            process = ProcessOutcome(exit_code=None, timed_out=False, signal=None, wall_clock_seconds=0.0,
+                                     stopped_because=f"{STREAM_UNWRITTEN}: {unwritten}")
         except AgentProcessError as never_started:
             if not artifacts.transcript.exists():  # refused before any process (a confined command not found)
                 artifacts.transcript.write_bytes(b"")
             # A harness or setup problem (a wrong --claude), not an agent that failed: the run is
             # incomplete, so repeat statistics never count it against the agent.
             process = ProcessOutcome(exit_code=None, timed_out=False, signal=None, wall_clock_seconds=0.0,
-                                     stopped_because=f"the agent never started: {never_started}")
+                                     stopped_because=f"{NEVER_STARTED}: {never_started}")
         finished_at = now()
         # The servers go before the post-run reads: the claim and the device are the harness's again.
         hub.stop()
@@ -245,17 +251,22 @@ def measure_run(
         cli_version=agent_cli_version(stream_cli_version(artifacts.transcript), options.claude, cache),
         sandbox=confinement.record(),
         relay_log=RELAY_LOG_NAME,
+        bridge_log=confinement.bridge_log,
     )
 
 
 def confine_run(invocation: Invocation, *, options: InvocationOptions, suite: Suite, run_dir: Path,
-                project_root: Path) -> AgentConfinement:
-    """The agent's confinement for this run (`--agentbench-sandbox`; unconfined when the options carry no mode)."""
+                project_root: Path, bridge_log: Path | None = None) -> AgentConfinement:
+    """The agent's confinement for this run (`--agentbench-sandbox`; unconfined when the options carry no mode).
+
+    `bridge_log` is where a confined run's model bridge records its connections (the audit's
+    evidence of a model host that could not be reached).
+    """
     mode = getattr(options, "sandbox", None) or SandboxMode("off", "off", reason="unconfined (no sandbox mode in the options)")
     return AgentConfinement(
         mode, invocation.argv, invocation.env, workdir=invocation.workdir, agent_command=options.claude,
         run_dir=run_dir, output_root=getattr(options, "output", run_dir.parent.parent), project_root=project_root,
-        suite_file=Path(suite.path), relay_socket_dir=invocation.relay_socket_dir,
+        suite_file=Path(suite.path), relay_socket_dir=invocation.relay_socket_dir, bridge_log=bridge_log,
     )
 
 

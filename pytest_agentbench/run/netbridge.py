@@ -5,17 +5,20 @@ loopback ports the agent is told about and carries each connection to one of the
 here each socket leads to exactly one endpoint (a local model API) or, for the proxy socket, to
 a host the `CONNECT` request names if it is on the allowlist (the model provider's host). A
 refused `CONNECT` is answered 403 and remembered (`NetBridge.refused`), so the run's record can
-say what the agent tried to reach. Threads of the harness's own process; `close` ends them.
+say what the agent tried to reach. Given a `record` callable (`run/bridgelog.py`'s writer), every
+upstream connection it opened, and whether it could, is recorded too: the harness's own evidence of
+a model host that could not be reached. Threads of the harness's own process; `close` ends them.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import selectors
 import socket
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,12 +81,25 @@ def parse_connect(header: bytes) -> Endpoint | None:
     return Endpoint(host.strip("[]").lower().rstrip("."), int(port))
 
 
+def _describe(exc: OSError) -> str:
+    """An OSError as the record keeps it: its errno name and text (`ECONNREFUSED: Connection refused`)."""
+    name = errno.errorcode.get(exc.errno, "") if isinstance(exc.errno, int) else ""
+    if isinstance(exc, socket.gaierror):
+        name = "EAI"
+    elif isinstance(exc, (socket.timeout, TimeoutError)) and not name:
+        name = "ETIMEDOUT"
+    text = exc.strerror or str(exc) or type(exc).__name__
+    return f"{name}: {text}" if name else text
+
+
 class NetBridge:
     """Unix sockets in `directory` leading to the sandbox's allowed endpoints (threads of this process)."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, record: Callable[[dict], None] | None = None) -> None:
         self.directory = Path(directory)
         self.refused: list[str] = []
+        self._record = record
+        self._open = 0
         self._listeners: dict[socket.socket, tuple[str, object]] = {}
         self._paths: list[Path] = []
         self._connections: set[socket.socket] = set()
@@ -131,13 +147,40 @@ class NetBridge:
                     continue
                 kind, target = self._listeners[key.fileobj]  # type: ignore[index]
                 handler = self._forward if kind == "forward" else self._tunnel
-                threading.Thread(target=handler, args=(client, target), name="agentbench-net", daemon=True).start()
+                threading.Thread(target=self._handle, args=(handler, client, target), name="agentbench-net", daemon=True).start()
+
+    def _handle(self, handler: Callable[[socket.socket, object], None], client: socket.socket, target: object) -> None:
+        # Counts the agent's connections in flight: the record says how many were open when one
+        # failed, so a failure the agent's own flood caused is told from the model host's.
+        with self._lock:
+            self._open += 1
+        try:
+            handler(client, target)
+        finally:
+            with self._lock:
+                self._open -= 1
+
+    def _note(self, event: str, **fields: object) -> None:
+        if self._record is not None:
+            with self._lock:
+                opened = self._open
+            self._record({"event": event, **fields, **({"open": opened} if event == "connect" else {})})
+
+    def _upstream(self, target: Endpoint, via: str) -> socket.socket:
+        """Connect to an allowed endpoint for the agent, and record whether it could (OSError when not)."""
+        try:
+            upstream = socket.create_connection((target.host, target.port), timeout=_CONNECT_TIMEOUT_S)
+            upstream.settimeout(None)
+        except OSError as exc:
+            self._note("connect", endpoint=str(target), via=via, ok=False, error=_describe(exc))
+            raise
+        self._note("connect", endpoint=str(target), via=via, ok=True)
+        return upstream
 
     def _forward(self, client: socket.socket, target: Endpoint) -> None:
         block_main_thread_signals()
         try:
-            upstream = socket.create_connection((target.host, target.port), timeout=_CONNECT_TIMEOUT_S)
-            upstream.settimeout(None)
+            upstream = self._upstream(target, "forward")
         except OSError:
             client.close()
             return
@@ -152,13 +195,13 @@ class NetBridge:
                 what = str(target) if target is not None else "a request that is not CONNECT"
                 with self._lock:
                     self.refused.append(what)
+                self._note("refused", target=what)
                 client.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n"
                                + f"agentbench sandbox: {what} is not an endpoint this run needs\n".encode())
                 client.close()
                 return
             try:
-                upstream = socket.create_connection((target.host, target.port), timeout=_CONNECT_TIMEOUT_S)
-                upstream.settimeout(None)
+                upstream = self._upstream(target, "proxy")
             except OSError as exc:
                 client.sendall(f"HTTP/1.1 502 Bad Gateway\r\nConnection: close\r\n\r\n{exc}\n".encode())
                 client.close()

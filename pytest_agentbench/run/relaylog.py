@@ -98,6 +98,8 @@ class RelayLog:
         server_failures: Why a declared server could not be started, per failed connection.
         problems: Lines that did not parse (the file is the harness's own, so this is damage).
         unavailable: Why there is no log at all (None when there is one).
+        started: Server -> how many connections started its process (`connect` records).
+        hub_errors: Faults of the hub's own that ended one direction of a connection (`relay-error`).
     """
 
     declared_servers: tuple[str, ...] = ()
@@ -108,6 +110,17 @@ class RelayLog:
     server_failures: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()
     unavailable: str | None = None
+    started: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    hub_errors: tuple[str, ...] = ()
+
+    @property
+    def start_failures(self) -> dict[str, tuple[str, ...]]:
+        """Server -> why the hub could not start it, per connection that failed to (from `server_failures`)."""
+        found: dict[str, list[str]] = {}
+        for failure in self.server_failures:
+            name, _, reason = failure.partition(": ")
+            found.setdefault(name, []).append(reason)
+        return {name: tuple(reasons) for name, reasons in found.items()}
 
 
 def _float(value: Any) -> float | None:
@@ -160,6 +173,8 @@ def parse_relay_lines(lines: list[str] | list[bytes]) -> RelayLog:
     failures: list[str] = []
     problems: list[str] = []
     connections = 0
+    started: dict[str, int] = {}
+    hub_errors: list[str] = []
     saw_header = False
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -179,6 +194,7 @@ def parse_relay_lines(lines: list[str] | list[bytes]) -> RelayLog:
             declared = tuple(str(name) for name in servers) if isinstance(servers, dict) else ()
         elif event == "connect":
             connections += 1
+            started[str(record.get("server", ""))] = started.get(str(record.get("server", "")), 0) + 1
         elif event == "server-failed":
             failures.append(f"{record.get('server')}: {record.get('reason')}")
         elif event == "tools/list":
@@ -192,6 +208,9 @@ def parse_relay_lines(lines: list[str] | list[bytes]) -> RelayLog:
             requested[(record.get("connection"), record.get("serverId"))] = record
         elif event == "refused":
             refusals.append(_refusal(record))
+        elif event == "relay-error":
+            hub_errors.append(f"{record.get('server')} connection {record.get('connection')}, {record.get('direction')}: "
+                              f"{record.get('error')}")
     calls.extend(_unanswered(record) for key, record in requested.items() if key not in answered)
     if not saw_header:
         return RelayLog(problems=tuple(problems), unavailable="the relay log has no header (the hub never started)")
@@ -204,6 +223,8 @@ def parse_relay_lines(lines: list[str] | list[bytes]) -> RelayLog:
         connections=connections,
         server_failures=tuple(failures),
         problems=tuple(problems),
+        started=MappingProxyType(started),
+        hub_errors=tuple(hub_errors),
     )
 
 

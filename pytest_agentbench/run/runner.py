@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_agentbench.errors import AgentProcessError
+from pytest_agentbench.errors import AgentProcessError, AgentStreamError
 from pytest_agentbench.records.run import ProcessOutcome
 from pytest_agentbench.run.stream import StreamRecorder, block_main_thread_signals
 
@@ -298,7 +298,7 @@ def run_agent(
             proc.wait(timeout=grace_s + 5)
         complete = recorder.finish(_DRAIN_S)
     if recorder.error is not None:
-        raise AgentProcessError(f"could not write the agent's stream to {stdout_path}: {recorder.error}") from recorder.error
+        raise AgentStreamError(f"could not write the agent's stream to {stdout_path}: {recorder.error}") from recorder.error
     code = proc.returncode
     return AgentExit(
         exit_code=code if code is not None and code >= 0 else None,

@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_agentbench.run.bridgelog import BridgeLogWriter
 from pytest_agentbench.run.netbridge import Endpoint, NetBridge
 from pytest_agentbench.run.sandbox_policy import LOOPBACK_NAMES, SandboxPolicy
 
@@ -153,8 +154,12 @@ def confined_environment(env: Mapping[str, str], policy: SandboxPolicy, proxy_po
 class Confinement:
     """One confined agent run: `with Confinement(policy, argv, env) as c: run_agent(c.argv, env=c.env, ...)`."""
 
-    def __init__(self, policy: SandboxPolicy, argv: Sequence[str], env: Mapping[str, str], *, bwrap: str | None = None) -> None:
+    def __init__(self, policy: SandboxPolicy, argv: Sequence[str], env: Mapping[str, str], *, bwrap: str | None = None,
+                 bridge_log: Path | None = None) -> None:
         self.policy = policy
+        #: Where the model bridge records its connections (`run/bridgelog.py`); None: not recorded.
+        self.bridge_log = bridge_log
+        self._bridge_writer: BridgeLogWriter | None = None
         self._argv = list(argv)
         self._env = dict(env)
         self._bwrap = bwrap or shutil.which(BWRAP, path=env.get("PATH")) or shutil.which(BWRAP) or BWRAP
@@ -173,7 +178,9 @@ class Confinement:
         proxy_socket = None
         if self.policy.loopback or self.policy.remote:
             self._net_dir = Path(tempfile.mkdtemp(prefix="agentbench-net-"))
-            self._bridge = NetBridge(self._net_dir)
+            if self.bridge_log is not None:
+                self._bridge_writer = BridgeLogWriter(self.bridge_log, [str(e) for e in (*self.policy.loopback, *self.policy.remote)])
+            self._bridge = NetBridge(self._net_dir, record=self._bridge_writer.write if self._bridge_writer else None)
             for number, endpoint in enumerate(self.policy.loopback):
                 self._bridge.forward(f"to{number}", endpoint)
                 sockets[endpoint] = f"{NET_DIR_INSIDE}/to{number}.sock"
@@ -211,6 +218,11 @@ class Confinement:
         return None, None
 
     @property
+    def bridge_recorded(self) -> bool:
+        """Whether this run had a model bridge that recorded its connections in `bridge_log`."""
+        return self._bridge_writer is not None
+
+    @property
     def refused(self) -> list[str]:
         """CONNECT targets the proxy refused (hosts the run does not need)."""
         return list(self._bridge.refused) if self._bridge is not None else []
@@ -222,6 +234,8 @@ class Confinement:
         finally:
             if self._bridge is not None:
                 self._bridge.close()
+            if self._bridge_writer is not None:
+                self._bridge_writer.close()
             if self._net_dir is not None:
                 shutil.rmtree(self._net_dir, ignore_errors=True)
             for fd in (self._info_r, self._info_w):

@@ -136,6 +136,7 @@ def load_run(result_path: Path, rootdir: Path) -> tuple[Run, RunResult]:
         # Runs saved before seals existed have none to check.
         seal_problems=tuple(broken_seals(saved.seals, run_dir)) if saved.seals else (),
         relay_log=inputs.relay_log,
+        bridge_log=inputs.bridge_log,
         sandbox=saved.sandbox,
     )
     return run, saved

@@ -1,7 +1,7 @@
 """A run directory -> the SHA-256 of every file the audit reads (its seals), and the sealed files that changed since.
 
 The audit's evidence lives in files of the run directory: the transcript and its timing sidecar,
-the harness's relay log, the post-run screen and the device reads. A live run seals the files
+the harness's relay log and model bridge log, the post-run screen and the device reads. A live run seals the files
 that exist before the agent starts (the before-snapshot) at that moment and the rest when it
 ends; result.json keeps the seals, and a re-render re-audits only inputs that still match them.
 """
@@ -17,6 +17,7 @@ AUDIT_INPUT_FILES = (
     "claude.jsonl",
     "claude.timing.jsonl",
     "relay.jsonl",
+    "model-bridge.jsonl",
     "screen.xml",
     "device-before.json",
     "device-after.json",

@@ -101,7 +101,8 @@ CASES: dict[str, tuple[str, dict[str, Any], str, str | None]] = {
     "repro-typed-into-email": ("bug-repro", {"steps": [{"tool": "openLink", "args": {"url": "automobile://playground/login", **DEVICE}},
                                                        type_into("email", "Expected count: 3")],
                                              "final": "EXPECTED_COUNT: 3\nDISPLAYED_COUNT: 0"},
-                               "failed", "screen check failed: expected 'Expected count: 3'; app texts on screen: Sign in"),
+                               "failed", "screen check failed: expected 'Expected count: 3', 'Displayed count: 0' and "
+                                         "'Status: Bug triggered: UI did not update' together; app texts on screen: Sign in"),
     # D: the result event (the agent rewrites the replay's result, see ERROR_THEN_SUCCESS)
     "repro-error-then-success": ("bug-repro", {"steps": committed_steps("bug-repro"),
                                                "final": "EXPECTED_COUNT: 3\nDISPLAYED_COUNT: 0"},

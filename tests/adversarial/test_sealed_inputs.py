@@ -87,7 +87,10 @@ def test_an_agent_that_rewrites_its_before_snapshot_is_incomplete_naming_the_fil
     result, output = session(lab, tmp_path, "benchmark/", "--claude", str(agent), *UNCONFINED)
     assert result["verdict"]["status"] == "incomplete", output
     assert result["verdict"]["reasons"][0] == (
-        "the audit's inputs do not match their seals: device-before.json changed while the agent ran"), result["verdict"]
+        "the audit's inputs do not match their seals: device-before.json changed while the agent ran; the run was unconfined, "
+        "so the agent could reach the run directory: this counts as the agent's"), result["verdict"]
+    # Its own doing: it stays in the pass rate (issue 28, B).
+    assert result["verdict"]["incompleteCause"] == "agent"
     # The seal kept is the one made before the agent started, not the rewritten file's.
     assert "device-before.json" in result["seals"]["sha256"]
 
@@ -110,6 +113,8 @@ def test_a_saved_run_whose_input_changed_re_renders_incomplete_naming_it(lab, ho
     rerendered, output = session(lab, tmp_path, "--agentbench-from-result", str(run_dir))
     assert rerendered["verdict"]["status"] == "incomplete", output
     assert rerendered["verdict"]["reasons"][0].startswith(f"the audit's inputs do not match their seals: {name} changed"), rerendered["verdict"]
+    # The run was confined, so its agent could not have changed its saved inputs.
+    assert rerendered["verdict"]["incompleteCause"] == "harness"
 
 
 def test_an_untouched_saved_run_re_renders_to_its_verdict(lab, honest, tmp_path: Path) -> None:

@@ -308,5 +308,8 @@ def test_missing_mcp_server_command_is_incomplete_not_connected(run_plugin, pyte
     run.outcome.assert_outcomes(xfailed=1)
     assert run.verdict == "incomplete"
     assert "MCP server 'auto-mobile' was failed, not connected" in run.reasons
+    # Claude Code's word alone would be the agent's: the harness's own probe of the server confirms it.
+    assert run.result["verdict"]["incompleteCause"] == "harness", run.reasons
+    assert "confirmed by the harness's own probe of the server" in run.reasons
     (init,) = [e for e in run.transcript() if e.get("subtype") == "init"]
     assert init["mcp_servers"] == [{"name": "auto-mobile", "status": "failed"}]

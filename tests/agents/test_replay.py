@@ -539,7 +539,8 @@ PREFS = (
 ACCEPTANCE = {
     # suite -> (package, deep link or None for the launcher activity, texts the end screen shows)
     # (a seeded suite's texts name its drawn values; the plan reads them off the instance's prompt)
-    "bug-repro": (PLAYGROUND, "automobile://playground/demos/bugs/repro", ["Expected count: {taps}", "Displayed count: 0"]),
+    "bug-repro": (PLAYGROUND, "automobile://playground/demos/bugs/repro",
+                  ["Expected count: {taps}", "Displayed count: 0", "Status: Bug triggered: UI did not update"]),
     "ux-flow": (PLAYGROUND, "automobile://playground/demos/ux/start", ["Selected plan: {plan}", "Flow complete"]),
     "wifi-on": ("com.android.settings", None, ["AndroidWifi"]),
 }

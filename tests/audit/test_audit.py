@@ -486,7 +486,9 @@ def test_verdicts_of_real_claude_code_transcripts(
     if reason_or_stumble in {"permission-denial", "tool-error"}:
         assert reason_or_stumble in [s.kind for s in audit.stumbles]
     elif reason_or_stumble is not None:
-        assert any(r.startswith(reason_or_stumble) for r in audit.verdict.reasons), audit.verdict.reasons
+        # A claim only the stream makes is quoted as the agent's: "the agent's stream says ...".
+        assert any(r.startswith(reason_or_stumble) or r.startswith(f"the agent's stream says {reason_or_stumble}")
+                   for r in audit.verdict.reasons), audit.verdict.reasons
 
 
 # Reports of agentbench-agent (transcript.AgentReport): repairs are "recovery" stumbles, a refused
@@ -515,10 +517,27 @@ def test_agent_reports_become_stumbles_and_the_recoveries_metric(reports, stumbl
     assert audit.verdict.status == "passed", "reports are never scored"
 
 
+# ----------------------------------------------------------------------------- the relay log as the evidence
+
+from pytest_agentbench.run.bridgelog import BridgeConnect, BridgeLog  # noqa: E402
+from pytest_agentbench.run.relaylog import RelayCall, RelayLog  # noqa: E402
+
+
+def relayed(tool: str, status: str = "ok", **arguments: object) -> RelayCall:
+    # The arguments `call()` gives its claims, unless told otherwise.
+    return RelayCall(server="agentbench", tool=tool, arguments=arguments or dict(call().input), request_id=1, status=status)
+
+
 # ---------------------------------------------------------------------------------------------
 # Whose doing an incomplete run was (issue 21: incomplete must not be a place to hide)
 
 _TIMEOUT = ProcessOutcome(exit_code=None, timed_out=True, signal=None, wall_clock_seconds=600)
+# A confined run whose harness worked: the relay started the server once, the model bridge reached the model host.
+_CONFINED = {"sandbox": {"mode": "on"}}
+_RELAYED = {**_CONFINED, "relay_log": "relay.jsonl"}
+_MODEL_REFUSED = BridgeLog(endpoints=("127.0.0.1:9",), connects=(
+    BridgeConnect("127.0.0.1:9", "forward", True, None, 1, 1.0),
+    BridgeConnect("127.0.0.1:9", "forward", False, "ECONNREFUSED: Connection refused", 1, 2.0)))
 
 
 @pytest.mark.parametrize(
@@ -535,17 +554,22 @@ _TIMEOUT = ProcessOutcome(exit_code=None, timed_out=True, signal=None, wall_cloc
         ({"stream": transcript(init=None)}, "agent"),
         ({"stream": transcript(unparseable=(UnparseableLine(3, "{", "invalid JSON"),))}, "agent"),
         ({"stream": transcript(later_results=(result_event("error_max_turns", is_error=True),))}, "agent"),
-        ({"stream": transcript(later_results=(result_event(is_error=True, api_error_status=529),))}, "harness"),
+        # An API error the model bridge confirms (its last connection to the model host was refused).
+        ({"stream": transcript(later_results=(result_event(is_error=True, api_error_status=529),)), "bridge": _MODEL_REFUSED,
+          **_CONFINED, "bridge_log": "model-bridge.jsonl"}, "harness"),
         ({"process": ProcessOutcome(exit_code=None, timed_out=False, signal=None, wall_clock_seconds=0,
                                     stopped_because="the agent never started: no such program: claudex")}, "harness"),
-        ({"process": ProcessOutcome(exit_code=None, timed_out=False, signal=None, wall_clock_seconds=3)}, "harness"),
-        ({"stream": transcript(init=init_event(("agentbench", "failed")))}, "harness"),
-        ({"stream": transcript(init=dataclasses.replace(init_event(), mcp_servers=()))}, "harness"),
-        ({"stream": transcript(result=result_event(is_error=True, result="API Error: 500", api_error_status=500))}, "harness"),
+        # The harness stops the group itself: an exit it cannot read is the agent's process not ending.
+        ({"process": ProcessOutcome(exit_code=None, timed_out=False, signal=None, wall_clock_seconds=3)}, "agent"),
+        # A server the harness's own probe could not start, which the stream reports failed.
+        ({"stream": transcript(init=init_event(("agentbench", "failed"))), "probe_error": "agentbench-mcp: exited 1"}, "harness"),
+        ({"stream": transcript(init=dataclasses.replace(init_event(), mcp_servers=())), "relay": "server-failed", **_RELAYED}, "harness"),
+        ({"stream": transcript(result=result_event(is_error=True, result="API Error: 500", api_error_status=500)),
+          "bridge": _MODEL_REFUSED, **_CONFINED, "bridge_log": "model-bridge.jsonl"}, "harness"),
         # Both kinds: the harness's wins, a broken harness proves nothing about the agent.
-        ({"process": _TIMEOUT, "stream": transcript(init=init_event(("agentbench", "failed")))}, "harness"),
-        ({"device_lost": "emulator-5554 is no longer listed by adb"}, "harness"),
-        ({"seal_problems": ("transcript.jsonl changed since the run was saved",)}, "harness"),
+        ({"process": _TIMEOUT, "stream": transcript(init=init_event(("agentbench", "failed"))), "probe_error": "exited 1"}, "harness"),
+        ({"device_lost": "emulator-5554 is no longer listed by adb", "relay": "started", **_RELAYED}, "harness"),
+        ({"seal_problems": ("transcript.jsonl changed since the run was saved",), **_CONFINED}, "harness"),
         ({"probe_error": "tools/list timed out", "stream": transcript(tool_calls=())}, "harness"),
     ],
     ids=[
@@ -559,7 +583,11 @@ def test_every_incomplete_verdict_names_whose_doing_it_was(changes: dict, cause:
     changes = dict(changes)
     stream = changes.pop("stream", transcript())
     process = changes.pop("process", OK_PROCESS)
-    audit = audit_run(make_run(make_suite(), process=process, **changes), stream)
+    bridge = changes.pop("bridge", None)
+    relay = {"server-failed": RelayLog(declared_servers=("agentbench",), server_failures=("agentbench: could not start `x`",)),
+             "started": RelayLog(declared_servers=("agentbench",), calls=(relayed("observe"),), connections=1,
+                                 started={"agentbench": 1})}.get(changes.pop("relay", ""))
+    audit = audit_run(make_run(make_suite(), process=process, **changes), stream, relay, bridge)
     assert audit.verdict.status == "incomplete", audit.verdict
     assert audit.verdict.cause == cause
     assert audit.verdict.to_json()["incompleteCause"] == cause
@@ -573,16 +601,6 @@ def test_passed_and_failed_verdicts_have_no_cause_and_old_documents_read_back_un
     assert Verdict.from_json(old).cause is None and Verdict.from_json(old).to_json() == old
     with pytest.raises(ValueError, match="incompleteCause"):
         Verdict("passed", (), "agent")
-
-
-# ----------------------------------------------------------------------------- the relay log as the evidence
-
-from pytest_agentbench.run.relaylog import RelayCall, RelayLog  # noqa: E402
-
-
-def relayed(tool: str, status: str = "ok", **arguments: object) -> RelayCall:
-    # The arguments `call()` gives its claims, unless told otherwise.
-    return RelayCall(server="agentbench", tool=tool, arguments=arguments or dict(call().input), request_id=1, status=status)
 
 
 def no_shell_suite() -> Suite:
@@ -643,7 +661,7 @@ def test_a_relayed_shell_call_fails_no_shell() -> None:
 ])
 def test_a_run_without_usable_relay_evidence_is_incomplete(relay: RelayLog | None, reason: str) -> None:
     audit = audit_with_relay(relay)
-    assert audit.verdict.status == "incomplete" and reason in audit.verdict.reasons, audit.verdict
+    assert audit.verdict.status == "incomplete" and any(r.startswith(reason) for r in audit.verdict.reasons), audit.verdict
 
 
 def test_a_run_saved_before_the_relay_is_audited_from_its_transcript() -> None:

@@ -213,10 +213,10 @@ def test_each_run_has_its_verdict(verdicts: tuple[Page, Path]) -> None:
 
 def test_a_failed_run_shows_the_failed_checks_expected_and_seen_text_first(verdicts: tuple[Page, Path]) -> None:
     run = verdicts[0].run("failed-screen")
-    assert run["headline"] == {"expected": "Expected count: 3", "seen": run["headline"]["seen"], "beforeChecks": True}
+    assert run["headline"] == {"expected": "Expected count: 3\nDisplayed count: 0\nStatus: Bug triggered: UI did not update", "seen": run["headline"]["seen"], "beforeChecks": True}
     assert "Expected count: 0" in run["headline"]["seen"]
     first = run["checks"][0]
-    assert (first["kind"], first["passed"], first["expected"]) == ("screen", False, "Expected count: 3")
+    assert (first["kind"], first["passed"], first["expected"]) == ("screen", False, "Expected count: 3\nDisplayed count: 0\nStatus: Bug triggered: UI did not update")
     assert [check["passed"] for check in run["checks"]] == sorted(check["passed"] for check in run["checks"])
     assert [call["tool"] for call in run["calls"]] == ["observe"] and run["calls"][0]["shot"] == 1080
 

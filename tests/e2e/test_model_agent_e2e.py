@@ -220,6 +220,18 @@ def test_unreachable_endpoint_is_incomplete_with_the_cause(unreachable: Session)
     assert "API Error: Connection error: could not reach http://127.0.0.1:" in case.message, case.message
     result = unreachable.transcript(UNREACHABLE).result
     assert result.is_error and result.api_error_status is None
+    # The harness's own model bridge saw the refusal: the run leaves the rate as the harness's.
+    verdict = unreachable.result(UNREACHABLE)["verdict"]
+    assert verdict["incompleteCause"] == "harness" and "; confirmed by the model bridge: " in verdict["reasons"][-1], verdict
+
+
+def test_an_api_error_the_bridge_did_not_see_is_the_agent_s(scenarios: Session) -> None:
+    # A 500 over a connection that worked: only the agent's stream says the endpoint failed.
+    verdict = scenarios.result("api-500")["verdict"]
+    assert verdict["incompleteCause"] == "agent", verdict
+    (reason,) = [reason for reason in verdict["reasons"] if "API error" in reason]
+    assert reason.startswith("the agent's stream says the run ended in an API error (HTTP 500)"), verdict
+    assert "unconfirmed by the harness (the model bridge opened " in reason
 
 
 # ----------------------------------------------------------------------------- the stream as Claude's

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -44,9 +45,11 @@ PROMPT = ((Path(__file__).resolve().parents[2] / "benchmark" / "agent" / "prompt
           .replace("{taps}", "3").replace("{fewer}", "2"))
 ANSWER = "Done.\nEXPECTED_COUNT: 3\nDISPLAYED_COUNT: 0"
 PASS, FAIL = Behaviour("replay"), Behaviour("answer", {"final": ANSWER})
-# The model endpoint failing (an API error result): incomplete by the harness's doing, so outside
-# the rate. An agent's own stop (a non-zero exit, a timeout) would count as not passed.
-INCOMPLETE = Behaviour("error-result", {"final": ANSWER, "subtype": "success"})
+# The model host refusing connections (the session's ANTHROPIC_BASE_URL is a loopback port nothing
+# listens on), which the agent meets and the harness's model bridge records: incomplete by the
+# harness's doing, so outside the rate. An agent's own stop (a non-zero exit, a timeout, an API
+# error only its stream reports) would count as not passed.
+INCOMPLETE = Behaviour("model-unreachable", {"final": ANSWER})
 COLUMNS = "100"
 
 
@@ -82,9 +85,15 @@ def table_row(text: str, suite: str) -> list[str]:
     return row
 
 
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 def run(cwd: Path, args: list[str], adb: PrivateAdbServer, tmp: Path, **env: str) -> Session:
     output, junit, document = tmp / "out", tmp / "r.xml", tmp / "session.json"
-    environ = session_env(adb.port, tmp / "claims", COLUMNS=COLUMNS, **env)
+    environ = session_env(adb.port, tmp / "claims", COLUMNS=COLUMNS, ANTHROPIC_BASE_URL=f"http://127.0.0.1:{_closed_port()}", **env)
     done = run_session(cwd, [*args, "--agentbench-output", str(output), f"--junitxml={junit}",
                              "--agentbench-json", str(document), "-p", "xdist"], environ)
     assert junit.exists(), done.stdout[-3000:] + done.stderr[-3000:]

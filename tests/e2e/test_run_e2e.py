@@ -263,7 +263,7 @@ def test_failed_screen_check_shows_the_app_texts_seen(verdicts: Session) -> None
     # What was on screen instead: the counter never moved.
     assert "Expected count: 0" in case.message and "Bug Reproduction Demo" in case.message, case.message
     (screen,) = [c for c in verdicts.result("failed-screen")["checks"] if c["kind"] == "screen"]
-    assert (screen["expected"], screen["passed"]) == ("Expected count: 3", False)
+    assert (screen["expected"], screen["passed"]) == ("Expected count: 3\nDisplayed count: 0\nStatus: Bug triggered: UI did not update", False)
     assert "Expected count: 0" in screen["seen"]
     assert "Expected count: 0" in (verdicts.run_dir("failed-screen") / "screen.xml").read_text(encoding="utf-8")
 

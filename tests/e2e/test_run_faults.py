@@ -401,5 +401,8 @@ def test_phone_vanishing_mid_run_is_incomplete_with_the_reason(adb_server: Priva
     case = junit_cases(tmp_path / "r.xml")["phone-vanishes"]
     assert (case.outcome, case.type) == ("skipped", "pytest.xfail"), done.stdout[-3000:]
     assert "the device went away" in case.message, case.message
+    # Unconfined, the agent could reach the phone itself (this one killed it): its doing, in the rate.
+    verdict = json.loads((Path(case.properties["agentbench_run_dir"]) / "result.json").read_text(encoding="utf-8"))["verdict"]
+    assert verdict["incompleteCause"] == "agent" and "the agent could reach the device itself" in verdict["reasons"][0], verdict
     assert done.returncode == 1
     assert _claim_files(tmp_path / "claims") == []

@@ -414,6 +414,22 @@ def test_a_rerender_says_when_its_verdict_differs_from_the_recorded_one(recorded
         assert shown in text.splitlines()
 
 
+@pytest.mark.parametrize(("recorded", "now", "shown"), [
+    ("harness", "agent", "Re-render: ! the cause differs from the one recorded live (harness -> agent): today's rules decide "
+                         "whose doing an incomplete run was (docs/verdicts.md#who-decides-a-cause)"),
+    ("agent", "agent", None),
+    (None, "agent", None),  # recorded before causes were
+])
+def test_a_rerender_says_when_an_incomplete_run_s_cause_differs(recorded, now, shown):
+    # A changed cause moves the run in or out of the pass rate (issue 28: saved runs re-audited under the new rules).
+    document = _document()
+    document["verdict"] = {"status": "incomplete", "reasons": ["why"], "incompleteCause": now}
+    was = {"status": "incomplete", "reasons": ["why"], **({"incompleteCause": recorded} if recorded else {})}
+    document["rerendered"] = {"scoringCode": "x", "verdictWhenRecorded": was}
+    lines = render_text_report(R(document)).splitlines()
+    assert [line for line in lines if line.startswith("Re-render:")] == ([shown] if shown else [])
+
+
 @pytest.mark.parametrize(
     ("cause", "line", "word"),
     [

@@ -277,7 +277,8 @@ def test_suite_digest_covers_the_task_but_not_the_baseline(tmp_path: Path) -> No
     ("name", "package", "launch_uri", "start", "answers", "screen", "disallowed", "clear"),
     [
         ("bug-repro", "dev.jasonpearson.automobile.playground", "automobile://playground/demos/bugs/repro",
-         ("Bug Reproduction Demo",), ("EXPECTED_COUNT: {taps}", "DISPLAYED_COUNT: 0"), ("Expected count: {taps}",), (), True),
+         ("Bug Reproduction Demo",), ("EXPECTED_COUNT: {taps}", "DISPLAYED_COUNT: 0"),
+         ("Expected count: {taps}\nDisplayed count: 0\nStatus: Bug triggered: UI did not update",), (), True),
         ("ux-flow", "dev.jasonpearson.automobile.playground", "automobile://playground/demos/ux/start",
          ("Step 1 of 3: Start",), ("SELECTED_PLAN: {plan}", "FLOW_STATUS: complete"), ("Selected plan: {plan}", "Flow complete"),
          ("openLink", "navigateTo", "executePlan"), True),

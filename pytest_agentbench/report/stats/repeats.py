@@ -1,9 +1,10 @@
 """Repeated run outcomes -> per-suite statistics (rate, Wilson interval, pass@k, pass^k, medians) and the session line.
 
 A run is ``passed``, ``failed`` or ``incomplete``, and an incomplete run's cause is the agent's
-(it timed out, hit its budget or turn cap, crashed, gave no result) or the harness's (device
-lost, MCP server not connected, model endpoint failing, sealed inputs changed; also any run
-without a recorded cause). The rate counts the agent's incomplete runs as not passed, so giving
+(it timed out, hit its budget or turn cap, crashed, gave no result, or claimed a fault the
+harness's records do not confirm) or the harness's (proven by its own records: device lost, MCP
+server never started, model host unreachable, sealed inputs changed; also any run without a
+recorded cause; `audit/causes.py`). The rate counts the agent's incomplete runs as not passed, so giving
 up is never better than failing; only the harness's stay out of the numerator and denominator.
 Both counts are kept and shown.
 """
