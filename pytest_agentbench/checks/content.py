@@ -14,9 +14,11 @@
   root: false                               # query as root (su 0) for providers the shell may not read
 ```
 
-A matcher's operand may be read from the device: `{contains: {fromPrefs: {package, file, key}}}`
+A matcher's operand may be read from the device: `{token: {fromPrefs: {package, file, key}}}`
 compares with what an app's SharedPreferences hold after the run (a code random per run that the
-agent had to carry into a contact); the file is read in the same batch, as root.
+agent had to carry into a contact); the file is read in the same batch, as root. Such a value is
+matched whole or as one token (the loader refuses `contains` and `matches`), so a note holding
+every six-digit code fails, saying why before the rows it shows.
 
 Values are compared as the command prints them (text): `equals: 1` matches `1`, NULL is absent.
 """

@@ -164,7 +164,7 @@ def mentions(value: Any, key: str) -> bool:
 class PrefRef:
     """A matcher's operand read from the device: a key of an app's SharedPreferences (a code random per run).
 
-    Written `{contains: {fromPrefs: {package: P, file: F, key: K}}}`; the check reads the file in
+    Written `{token: {fromPrefs: {package: P, file: F, key: K}}}`; the check reads the file in
     the same batch and compares with the value it holds after the run.
     """
 
