@@ -6,25 +6,29 @@ r"""`report`: the agent's final answer + planted bugs (regular expressions, valu
   bugs:
     - name: stale-total
       patterns: ['total', 'remov|decreas', 'stale|stayed|still']   # all in one sentence
-      shows:                       # optional: and a number this run's app showed, from its event log
+      shows:                       # and a value this run's app showed, from its event log
         package: com.example.testbed
-        event: item_removed        # any event of this name added during the run
+        event: item_removed        # any event of this name (or of one of a list of names) added during the run
         fields: [total_shown, total_expected]
     - name: flat-discount
       patterns: ['discount', 'flat|10\.00']
   minFound: 2                 # default: every bug
 ```
 
-No model grades. A bug is found in a sentence that matches every one of its patterns
-(case-insensitive), does not deny it (`denial`), and, with `shows`, names a number equal to the
-value of one of the fields in one of the events of that name the app logged during the run (so a
-report copied from another run, or written without using the app, fails). One sentence counts
-for one bug only: the bugs are matched to distinct sentences (a maximum matching), so a one-line
-keyword soup finds one bug at most.
+No model grades. A bug is found in a sentence that
 
-Sentences end at a full stop (or `!`, `?`) followed by a space or a line break, and at a line
-break: never at the decimal point in `$36.00` (seed 001), nor at an ellipsis (`$48 ... $36`).
-A bullet or numbered line is a line, so it is its own sentence.
+* matches every one of its patterns (case-insensitive) and the patterns of no other bug: a
+  sentence that fits two bugs (a keyword soup) counts for none;
+* does not deny it (`denial`: "no bugs", "works", "did not find"), nor negate one of the bug's own
+  words (`negated`: every place one of its patterns matches follows `not`, `n't`, `never`, `no
+  longer` or `hardly` within two words: "did not delete the task below it", "was not stale");
+* with `shows`, names a value this run's app logged: a number equal to a numeric field (`$48`,
+  `48.00`), or a text field as a whole phrase (the truncated `ada@example.co`, not inside
+  `ada@example.com`), so a report copied from another run, or written without using the app, fails.
+
+A sentence repeated counts once. Sentences end at a full stop (or `!`, `?`) followed by a space or
+a line break, and at a line break: never at the decimal point in `$36.00` (seed 001), nor at an
+ellipsis (`$48 ... $36`). A bullet or numbered line is a line, so it is its own sentence.
 """
 
 from __future__ import annotations
@@ -45,7 +49,8 @@ USES_BEFORE = True
 _SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\.\.\.)[ \t]+|\r?\n+")
 # Numbers as a report writes them: 48, $48.00, 1,200, 32.40.
 _NUMBER = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\d.,])\d+(?:\.\d+)?")
-_NEGATION = r"(?:\bnot|n['’]t|\bnever|\bno longer|\bhardly)"
+# Whole words only: "not" is no negation inside "notebooks".
+_NEGATION = r"(?:\bnot\b|n['’]t\b|\bnever\b|\bno longer\b|\bhardly\b)"
 # Words that say "this is not a bug" when they are not negated within the two words before them.
 _NEGATABLE_DENIALS = (
     r"\bworks?\b(?! (?:as|like) )", r"\bworking\b(?! (?:as|like) )", r"\bworked\b(?! (?:as|like) )",
@@ -79,6 +84,31 @@ def denial(sentence: str) -> str | None:
     return None
 
 
+# Words that turn a bug's own word around when one of the two words before it is one of them.
+_NEGATED_WINDOW = 2
+
+
+def negated(bug: Bug, sentence: str) -> str | None:
+    """The bug's own words a sentence negates ("did not delete", "was not stale", "never wrong"), or None.
+
+    A pattern is negated when every place it matches in the sentence has a negation among the two
+    words before it, and the match itself holds none: a pattern written as a negation ("not
+    update") matches the bug, not its denial. "Swiping did not delete the task below it" denies
+    the swipe bug; "it did not remove Email Sam but deleted Book flights" reports it.
+    """
+    for pattern in bug.patterns:
+        places = list(re.finditer(pattern, sentence, re.IGNORECASE))
+        if not places:
+            continue
+        turned = [place for place in places if not re.search(_NEGATION, place.group(0), re.IGNORECASE)
+                  and re.search(_NEGATION, " ".join(sentence[: place.start()].split()[-_NEGATED_WINDOW:]), re.IGNORECASE)]
+        if len(turned) == len(places):
+            first = turned[0]
+            words = " ".join(sentence[: first.start()].split()[-_NEGATED_WINDOW:])
+            return f"{words} {first.group(0)}".strip()
+    return None
+
+
 def numbers_in(text: str) -> set[Decimal]:
     """Every number written in a text (`$48.00` and `48` are the same number)."""
     values = set()
@@ -90,26 +120,49 @@ def numbers_in(text: str) -> set[Decimal]:
     return values
 
 
+# A logged value that is a number as a report writes it ($48.00, 1,200, 4): compared as a number.
+_NUMERIC = re.compile(r"^[$€£]?\s*(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?$")
+
+
+def names_value(sentence: str, value: Any) -> bool:
+    """Whether a sentence names a logged value: the same number, or the text as a whole phrase.
+
+    Numbers compare by value (`$48`, `48.00` and `$48.00` are one number). Text compares ignoring
+    case and runs of spaces, and must stand alone: no letter or digit right before it, and none
+    right after it, not even after a `.`, `@`, `-` or `_` (so `ada@example.co` is not named by
+    `ada@example.com`).
+    """
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, (int, float, Decimal)) or _NUMERIC.match(str(value).strip()):
+        return bool(numbers_in(str(value)) & numbers_in(sentence))
+    wanted = " ".join(str(value).split())
+    if not wanted:
+        return False
+    phrase = r"\s+".join(re.escape(word) for word in wanted.split(" "))
+    return re.search(rf"(?<![^\W_]){phrase}(?![^\W_])(?![.@_-][^\W_])", " ".join(sentence.split()), re.IGNORECASE) is not None
+
+
 @dataclass(frozen=True)
 class Shows:
-    """Values this run's app showed, as its event log has them: `fields` of the new `event` events."""
+    """Values this run's app showed, as its event log has them: `fields` of the new events named in `events`."""
 
     package: str
     file: str
-    event: str
+    events: tuple[str, ...]
     fields: tuple[str, ...]
 
     @property
     def device_path(self) -> str:
         return app_path(self.package, self.file)
 
-    def values(self, events: Sequence[Mapping[str, Any]]) -> list[str]:
-        """The logged values of the fields, in log order (as the app wrote them, `$48.00`)."""
-        return [str(event[field]) for event in events if event.get("event") == self.event
+    def values(self, events: Sequence[Mapping[str, Any]]) -> list[Any]:
+        """The logged values of the fields, in log order (as the app wrote them, `$48.00`, `ada@example.co`)."""
+        return [event[field] for event in events if event.get("event") in self.events
                 for field in self.fields if event.get(field) is not None]
 
     def describe(self) -> str:
-        return f"a number the app logged as {' or '.join(self.fields)} of a new {self.event} event"
+        return f"a value the app logged as {' or '.join(self.fields)} of a new {' or '.join(self.events)} event"
 
 
 @dataclass(frozen=True)
@@ -164,7 +217,8 @@ def parse(entry: Mapping[str, Any]) -> Spec:
     bugs = []
     for bug in entry["bugs"]:
         shows = bug.get("shows")
-        typed = None if shows is None else Shows(shows["package"], shows.get("file", DEFAULT_FILE), shows["event"],
+        events = None if shows is None else (shows["event"],) if isinstance(shows["event"], str) else tuple(shows["event"])
+        typed = None if shows is None else Shows(shows["package"], shows.get("file", DEFAULT_FILE), events,
                                                    tuple(shows["fields"]))
         bugs.append(Bug(bug["name"], tuple(bug["patterns"]), typed))
     return Spec(entry["name"], tuple(bugs), entry.get("minFound", len(bugs)))
@@ -183,23 +237,25 @@ def split_sentences(text: str) -> list[str]:
     return [part.strip() for part in _SENTENCE_END.split(text) if part.strip()]
 
 
-def _assign(candidates: Mapping[str, list[int]]) -> dict[str, int]:
-    """Bugs -> distinct sentences, as many bugs as possible (augmenting paths; the lists are tiny)."""
-    owner: dict[int, str] = {}
+# What a repeated sentence may differ by: a bullet, a `BUG:` label, case, spaces, the closing mark.
+_LABEL = re.compile(r"^(?:[-*•]|\d+[.)]|bug\s*\d*\s*:)\s*", re.IGNORECASE)
 
-    def place(bug: str, tried: set[int]) -> bool:
-        for sentence in candidates[bug]:
-            if sentence in tried:
-                continue
-            tried.add(sentence)
-            if sentence not in owner or place(owner[sentence], tried):
-                owner[sentence] = bug
-                return True
-        return False
 
-    for bug in candidates:
-        place(bug, set())
-    return {bug: sentence for sentence, bug in owner.items()}
+def _same_sentence(sentence: str) -> str:
+    text = " ".join(sentence.split()).casefold()
+    while True:
+        stripped = _LABEL.sub("", text, count=1)
+        if stripped == text:
+            return text.rstrip(".!?:; ")
+        text = stripped
+
+
+def distinct_sentences(text: str) -> list[str]:
+    """The report's sentences, each once: a sentence written again (with another bullet or label) counts once."""
+    seen: dict[str, str] = {}
+    for sentence in split_sentences(text):
+        seen.setdefault(_same_sentence(sentence), sentence)
+    return list(seen.values())
 
 
 @dataclass(frozen=True)
@@ -208,6 +264,31 @@ class Finding:
 
     found: dict[str, str]
     why_not: dict[str, str]
+
+
+def _quote(sentence: str) -> str:
+    return repr(cut(sentence, 100))
+
+
+def _why_not(bug: Bug, sentences: list[str], fitting: dict[int, list[str]], logged: list[Any] | None) -> str:
+    """Why none of the sentences that match the bug's patterns counts for it, from the first reason that holds."""
+    matching = [index for index, names in fitting.items() if bug.name in names]
+    if not matching:
+        return "no sentence reports it"
+    alone = [index for index in matching if len(fitting[index]) == 1]
+    if not alone:
+        others = [name for name in fitting[matching[0]] if name != bug.name]
+        return (f"its sentence also fits {', '.join(others)}: a sentence that fits more than one bug counts for none "
+                f"({_quote(sentences[matching[0]])})")
+    denied = [(index, denial(sentences[index]) or negated(bug, sentences[index])) for index in alone]
+    kept = [index for index, words in denied if words is None]
+    if not kept:
+        index, words = denied[0]
+        return f"its only sentence denies it ({words!r}: {_quote(sentences[index])})"
+    shown = ", ".join(dict.fromkeys(str(value) for value in logged or [])) or \
+        f"no new {' or '.join(bug.shows.events)} event was logged"  # type: ignore[union-attr]
+    return (f"its sentence names none of the values this run's app showed "
+            f"({'/'.join(bug.shows.fields)}: {shown}): {_quote(sentences[kept[0]])}")  # type: ignore[union-attr]
 
 
 def find_bugs(spec: Spec, answer: str, events: Mapping[str, Sequence[Mapping[str, Any]]] | None = None) -> Finding:
@@ -221,32 +302,21 @@ def find_bugs(spec: Spec, answer: str, events: Mapping[str, Sequence[Mapping[str
     Returns:
         The bugs found with their sentence, and a reason for each bug that was not.
     """
-    sentences = split_sentences(answer)
-    denials = [denial(sentence) for sentence in sentences]
-    candidates: dict[str, list[int]] = {}
+    sentences = distinct_sentences(answer)
+    # Sentence -> the bugs whose every pattern it matches; one that fits two bugs counts for none.
+    fitting = {index: [bug.name for bug in spec.bugs if bug.found_in(sentence)] for index, sentence in enumerate(sentences)}
+    found: dict[str, str] = {}
     why_not: dict[str, str] = {}
     for bug in spec.bugs:
-        matching = [i for i, sentence in enumerate(sentences) if bug.found_in(sentence)]
-        kept = [i for i in matching if denials[i] is None]
-        if matching and not kept:
-            why_not[bug.name] = f"its only sentence denies it ({denials[matching[0]]!r}: {cut(sentences[matching[0]], 100)!r})"
-        if bug.shows is not None and kept:
-            logged = bug.shows.values((events or {}).get(bug.shows.device_path, ()))
-            wanted = set().union(*(numbers_in(value) for value in logged)) if logged else set()
-            with_value = [i for i in kept if numbers_in(sentences[i]) & wanted]
-            if not with_value:
-                shown = ", ".join(dict.fromkeys(logged)) or f"no new {bug.shows.event} event was logged"
-                why_not[bug.name] = (f"its sentence names none of the values this run's app showed "
-                                     f"({'/'.join(bug.shows.fields)}: {shown}): {cut(sentences[kept[0]], 100)!r}")
-            kept = with_value
-        candidates[bug.name] = kept
-    assignment = _assign(candidates)
-    for bug in spec.bugs:
-        if bug.name not in assignment and bug.name not in why_not:
-            why_not[bug.name] = ("its only sentence already counts for another bug" if candidates[bug.name]
-                                 else "no sentence reports it")
-    found = {bug.name: sentences[assignment[bug.name]] for bug in spec.bugs if bug.name in assignment}
-    return Finding(found, {name: why for name, why in why_not.items() if name not in found})
+        logged = bug.shows.values((events or {}).get(bug.shows.device_path, ())) if bug.shows is not None else None
+        counting = [index for index, names in fitting.items() if names == [bug.name]
+                    and denial(sentences[index]) is None and negated(bug, sentences[index]) is None
+                    and (logged is None or any(names_value(sentences[index], value) for value in logged))]
+        if counting:
+            found[bug.name] = sentences[counting[0]]
+        else:
+            why_not[bug.name] = _why_not(bug, sentences, fitting, logged)
+    return Finding(found, why_not)
 
 
 def validate(before: Mapping[str, Any] | None, after: Mapping[str, Any], spec: Spec, context: CheckContext) -> Check:
