@@ -88,16 +88,20 @@ def denial(sentence: str) -> str | None:
 _NEGATED_WINDOW = 2
 
 
-def negated(bug: Bug, sentence: str) -> str | None:
+def negated(bug: Bug, sentence: str, values: Sequence[Any] = ()) -> str | None:
     """The bug's own words a sentence negates ("did not delete", "was not stale", "never wrong"), or None.
 
     A pattern is negated when every place it matches in the sentence has a negation among the two
     words before it, and the match itself holds none: a pattern written as a negation ("not
     update") matches the bug, not its denial. "Swiping did not delete the task below it" denies
-    the swipe bug; "it did not remove Email Sam but deleted Book flights" reports it.
+    the swipe bug; "it did not remove Email Sam but deleted Book flights" reports it. A place inside
+    one of this run's logged `values` (the truncated email a pattern also matches) is the
+    observation, not a word about it: "the email ada@example.co was never truncated" denies.
     """
+    named = [span for value in values for span in _value_spans(sentence, value)]
     for pattern in bug.patterns:
-        places = list(re.finditer(pattern, sentence, re.IGNORECASE))
+        places = [place for place in re.finditer(pattern, sentence, re.IGNORECASE)
+                  if not any(start <= place.start() and place.end() <= end for start, end in named)]
         if not places:
             continue
         turned = [place for place in places if not re.search(_NEGATION, place.group(0), re.IGNORECASE)
@@ -105,7 +109,8 @@ def negated(bug: Bug, sentence: str) -> str | None:
         if len(turned) == len(places):
             first = turned[0]
             words = " ".join(sentence[: first.start()].split()[-_NEGATED_WINDOW:])
-            return f"{words} {first.group(0)}".strip()
+            rest = re.match(r"\w*", sentence[first.end():])  # the whole word a pattern matched the start of
+            return f"{words} {first.group(0)}{rest.group(0) if rest else ''}".strip()
     return None
 
 
@@ -124,6 +129,21 @@ def numbers_in(text: str) -> set[Decimal]:
 _NUMERIC = re.compile(r"^[$€£]?\s*(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?$")
 
 
+def _value_spans(sentence: str, value: Any) -> list[tuple[int, int]]:
+    """Where a sentence names a logged value: the same number, or the text as a whole phrase (see `names_value`)."""
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, (int, float, Decimal)) or _NUMERIC.match(str(value).strip()):
+        wanted = numbers_in(str(value))
+        return [found.span() for found in _NUMBER.finditer(sentence)
+                if numbers_in(found.group(0)) & wanted]
+    words = str(value).split()
+    if not words:
+        return []
+    phrase = r"\s+".join(re.escape(word) for word in words)
+    return [found.span() for found in re.finditer(rf"(?<![^\W_]){phrase}(?![^\W_])(?![.@_-][^\W_])", sentence, re.IGNORECASE)]
+
+
 def names_value(sentence: str, value: Any) -> bool:
     """Whether a sentence names a logged value: the same number, or the text as a whole phrase.
 
@@ -132,15 +152,7 @@ def names_value(sentence: str, value: Any) -> bool:
     right after it, not even after a `.`, `@`, `-` or `_` (so `ada@example.co` is not named by
     `ada@example.com`).
     """
-    if isinstance(value, bool):
-        return False
-    if isinstance(value, (int, float, Decimal)) or _NUMERIC.match(str(value).strip()):
-        return bool(numbers_in(str(value)) & numbers_in(sentence))
-    wanted = " ".join(str(value).split())
-    if not wanted:
-        return False
-    phrase = r"\s+".join(re.escape(word) for word in wanted.split(" "))
-    return re.search(rf"(?<![^\W_]){phrase}(?![^\W_])(?![.@_-][^\W_])", " ".join(sentence.split()), re.IGNORECASE) is not None
+    return bool(_value_spans(sentence, value))
 
 
 @dataclass(frozen=True)
@@ -254,7 +266,7 @@ def distinct_sentences(text: str) -> list[str]:
     """The report's sentences, each once: a sentence written again (with another bullet or label) counts once."""
     seen: dict[str, str] = {}
     for sentence in split_sentences(text):
-        seen.setdefault(_same_sentence(sentence), sentence)
+        seen.setdefault(_same_sentence(sentence), " ".join(sentence.split()))
     return list(seen.values())
 
 
@@ -280,7 +292,7 @@ def _why_not(bug: Bug, sentences: list[str], fitting: dict[int, list[str]], logg
         others = [name for name in fitting[matching[0]] if name != bug.name]
         return (f"its sentence also fits {', '.join(others)}: a sentence that fits more than one bug counts for none "
                 f"({_quote(sentences[matching[0]])})")
-    denied = [(index, denial(sentences[index]) or negated(bug, sentences[index])) for index in alone]
+    denied = [(index, denial(sentences[index]) or negated(bug, sentences[index], logged or ())) for index in alone]
     kept = [index for index, words in denied if words is None]
     if not kept:
         index, words = denied[0]
@@ -310,7 +322,7 @@ def find_bugs(spec: Spec, answer: str, events: Mapping[str, Sequence[Mapping[str
     for bug in spec.bugs:
         logged = bug.shows.values((events or {}).get(bug.shows.device_path, ())) if bug.shows is not None else None
         counting = [index for index, names in fitting.items() if names == [bug.name]
-                    and denial(sentences[index]) is None and negated(bug, sentences[index]) is None
+                    and denial(sentences[index]) is None and negated(bug, sentences[index], logged or ()) is None
                     and (logged is None or any(names_value(sentences[index], value) for value in logged))]
         if counting:
             found[bug.name] = sentences[counting[0]]
