@@ -84,33 +84,51 @@ def denial(sentence: str) -> str | None:
     return None
 
 
-# Words that turn a bug's own word around when one of the two words before it is one of them.
-_NEGATED_WINDOW = 2
+# A negation turns around the bug's words after it in its clause with at most this many words between:
+# "did not drop the last character" turns "last character" around, "did not show my full email" not "email".
+_NEGATION_REACH = 2
+# Where a clause ends: a mark, or a word that starts another statement ("X did not happen, but Y did").
+_CLAUSE_END = re.compile(r"[,;:.!?()]|\b(?:but|instead|and|yet|though|although|while|whereas|so|rather)\b", re.IGNORECASE)
 
 
 def negated(bug: Bug, sentence: str, values: Sequence[Any] = ()) -> str | None:
     """The bug's own words a sentence negates ("did not delete", "was not stale", "never wrong"), or None.
 
-    A pattern is negated when every place it matches in the sentence has a negation among the two
-    words before it, and the match itself holds none: a pattern written as a negation ("not
-    update") matches the bug, not its denial. "Swiping did not delete the task below it" denies
-    the swipe bug; "it did not remove Email Sam but deleted Book flights" reports it. A place inside
-    one of this run's logged `values` (the truncated email a pattern also matches) is the
-    observation, not a word about it: "the email ada@example.co was never truncated" denies.
+    A negation (`not`, `n't`, `never`, `no longer`, `hardly`) turns around the bug's words that
+    follow it in the same clause with at most two words between; one that is itself part of the bug's words
+    (a pattern written "not update": "the total did not update") turns nothing around. A pattern
+    is negated when every place it matches is turned around: "swiping did not delete the task
+    below it" and "the welcome line did not drop the last character" deny their bugs; "it did not
+    remove Email Sam but deleted Book flights" reports its bug. A place inside one of this run's
+    logged `values` (the truncated email a pattern also matches) is the observation, not a word
+    about it: "the email ada@example.co was never truncated" denies.
     """
     named = [span for value in values for span in _value_spans(sentence, value)]
-    for pattern in bug.patterns:
-        places = [place for place in re.finditer(pattern, sentence, re.IGNORECASE)
-                  if not any(start <= place.start() and place.end() <= end for start, end in named)]
-        if not places:
-            continue
-        turned = [place for place in places if not re.search(_NEGATION, place.group(0), re.IGNORECASE)
-                  and re.search(_NEGATION, " ".join(sentence[: place.start()].split()[-_NEGATED_WINDOW:]), re.IGNORECASE)]
-        if len(turned) == len(places):
-            first = turned[0]
-            words = " ".join(sentence[: first.start()].split()[-_NEGATED_WINDOW:])
-            rest = re.match(r"\w*", sentence[first.end():])  # the whole word a pattern matched the start of
-            return f"{words} {first.group(0)}{rest.group(0) if rest else ''}".strip()
+    places = {index: list(re.finditer(pattern, sentence, re.IGNORECASE)) for index, pattern in enumerate(bug.patterns)}
+    every = [place for found in places.values() for place in found]
+    free = [word for word in re.finditer(_NEGATION, sentence, re.IGNORECASE)
+            if not any(place.start() <= word.start() and word.end() <= place.end() for place in every)]
+
+    def turned_by(place: re.Match[str]) -> re.Match[str] | None:
+        if re.search(_NEGATION, place.group(0), re.IGNORECASE):
+            return None
+        for word in reversed(free):
+            between = sentence[word.end(): place.start()]
+            if word.end() <= place.start() and not _CLAUSE_END.search(between) and len(between.split()) <= _NEGATION_REACH:
+                return word
+        return None
+
+    for found in places.values():
+        words = [place for place in found if not any(start <= place.start() and place.end() <= end for start, end in named)]
+        turned = [(place, turned_by(place)) for place in words]
+        if words and all(by is not None for _, by in turned):
+            place, by = turned[0]
+            # Quoted from the word before a standalone negation ("was not stale"), or from "didn't".
+            begin = sentence.rfind(" ", 0, by.start()) + 1  # type: ignore[union-attr]
+            if begin == by.start():  # type: ignore[union-attr]
+                begin = sentence.rfind(" ", 0, max(0, begin - 1)) + 1
+            rest = re.match(r"\w*", sentence[place.end():])  # the whole word a pattern matched the start of
+            return sentence[begin: place.end()] + (rest.group(0) if rest else "")
     return None
 
 
