@@ -187,3 +187,58 @@ def test_a_bug_with_shows_reads_its_event_log_before_and_after() -> None:
     assert report.USES_BEFORE
     plain = report.parse({"kind": "report", "name": "x", "bugs": [{"name": "a", "patterns": ["a"]}]})
     assert report.reads(plain) == ()
+
+
+SWIPE = report.Bug("swipe", ("swip", "Book flights|below|instead", "delet|remov|disappear"))
+STALE = report.Bug("stale", ("total", "remov", r"stale|stayed|not (update|drop)|n.t (update|drop)"))
+WELCOME = report.Bug("welcome", ("welcome", "e-?mail|ada@", r"last char|drop|truncat|example\.co\b"))
+
+
+@pytest.mark.parametrize(
+    ("bug", "sentence", "values", "negated"),
+    [
+        (SWIPE, "Swiping Email Sam did not delete the task below it.", (), "did not delete"),
+        (STALE, "After removing a notebook the total was not stale.", (), "was not stale"),
+        (STALE, "After removing a notebook the total never stayed at $48.", (), "total never stayed"),
+        (WELCOME, "The welcome line did not drop the last character of the email.", (), "did not drop"),
+        # the observation a pattern also matches is not a word about the bug
+        (WELCOME, "The welcome line showed ada@example.co; the email was never truncated.", ("ada@example.co",), "was never truncated"),
+        # what happened, said as well
+        (SWIPE, "The swipe did not remove Email Sam but deleted Book flights.", (), None),
+        (SWIPE, "Swiping Email Sam didn't remove it; Book flights below it disappeared instead.", (), None),
+        # a negation that is the bug's own word turns nothing around
+        (STALE, "The total did not drop after I removed a notebook: it stayed at $48.", (), None),
+        (STALE, "The total, not the subtotal, stayed at $48 after I removed one.", (), None),
+        # more than two words from the negation: not its object
+        (WELCOME, "The welcome line did not show my full email: it cut the last character.", (), None),
+        (WELCOME, "The welcome screen shows ada@example.co instead of ada@example.com.", ("ada@example.co",), None),
+    ],
+    ids=["did-not-delete", "was-not-stale", "never-stayed", "did-not-drop", "value-then-never", "but-deleted",
+         "clause-then-disappeared", "negation-is-the-bug", "contrast-in-commas", "far-object", "observation-only"],
+)
+def test_a_negation_of_the_bugs_own_words_denies_it(bug: report.Bug, sentence: str, values: tuple, negated: str | None) -> None:
+    assert report.negated(bug, sentence, values) == negated
+
+
+@pytest.mark.parametrize(
+    ("sentence", "value", "named"),
+    [
+        ('It says "Welcome, ada@example.co!"', "ada@example.co", True),
+        ("It says ada@example.co.", "ada@example.co", True),
+        ("It says ada@example.com", "ada@example.co", False),
+        ("It says ada@example.co.uk", "ada@example.co", False),
+        ("deleted book  flights", "Book flights", True),
+        ("deleted Book flightsX", "Book flights", False),
+        ("Tasks (6) stayed", 6, True),
+        ("stayed at $48", "$48.00", True),
+        ("stayed at 148", "$48.00", False),
+    ],
+    ids=["quoted", "full-stop", "longer-email", "longer-domain", "case-and-spaces", "glued", "int", "money", "other-number"],
+)
+def test_a_logged_value_is_named_as_a_number_or_a_whole_phrase(sentence: str, value, named: bool) -> None:
+    assert report.names_value(sentence, value) is named
+
+
+def test_a_sentence_written_twice_counts_once() -> None:
+    text = "BUG: the total stayed.\n- The total  stayed\n* BUG 2: the total stayed!\nAnother one."
+    assert report.distinct_sentences(text) == ["BUG: the total stayed.", "Another one."]
