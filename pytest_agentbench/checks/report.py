@@ -70,7 +70,8 @@ def denial(sentence: str) -> str | None:
 
     "works", "correct", "fine", "as expected", "properly" and "ok" deny unless a negation (`not`,
     `n't`, `never`, `no longer`, `hardly`) is among the two words before them: "did not work",
-    "is not correct" and "does not update correctly" report a bug. "works as a flat $10.00 discount" describes behaviour.
+    "is not correct" and "does not update correctly" report a bug. "works as a flat $10.00
+    discount" describes behaviour.
     """
     for pattern in _DENIALS:
         found = re.search(pattern, sentence, re.IGNORECASE)
@@ -95,13 +96,13 @@ def negated(bug: Bug, sentence: str, values: Sequence[Any] = ()) -> str | None:
     """The bug's own words a sentence negates ("did not delete", "was not stale", "never wrong"), or None.
 
     A negation (`not`, `n't`, `never`, `no longer`, `hardly`) turns around the bug's words that
-    follow it in the same clause with at most two words between; one that is itself part of the bug's words
-    (a pattern written "not update": "the total did not update") turns nothing around. A pattern
-    is negated when every place it matches is turned around: "swiping did not delete the task
-    below it" and "the welcome line did not drop the last character" deny their bugs; "it did not
-    remove Email Sam but deleted Book flights" reports its bug. A place inside one of this run's
-    logged `values` (the truncated email a pattern also matches) is the observation, not a word
-    about it: "the email ada@example.co was never truncated" denies.
+    follow it in the same clause with at most two words between; one that is itself part of the
+    bug's words (a pattern written "not update": "the total did not update") turns nothing around.
+    A pattern is negated when every place it matches is turned around: "swiping did not delete the
+    task below it" and "the welcome line did not drop the last character" deny their bugs; "it did
+    not remove Email Sam but deleted Book flights" reports its bug. A place inside one of this
+    run's logged `values` (the truncated email a pattern also matches) is the observation, not a
+    word about it: "the email ada@example.co was never truncated" denies.
     """
     named = [span for value in values for span in _value_spans(sentence, value)]
     places = {index: list(re.finditer(pattern, sentence, re.IGNORECASE)) for index, pattern in enumerate(bug.patterns)}

@@ -1,4 +1,4 @@
-"""A suite's value matcher (`equals`, `contains`, `matches`, `digits`, `exists`, `inAnswer`, `token`) + a value read from the device -> whether it holds (and why not), and a JSON path lookup.
+"""A suite's value matcher (`equals`, `contains`, `matches`, `digits`, `exists`, `inAnswer`, `token`) + a device value -> whether it holds, and a JSON path lookup.
 
 Typed on purpose, as Android reads values: `equals: true` does not match the string "true" a
 SharedPreferences file stored under `<string>`, and 1 is not True. Text sources (a `content`
