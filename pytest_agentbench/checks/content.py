@@ -14,9 +14,11 @@
   root: false                               # query as root (su 0) for providers the shell may not read
 ```
 
-A matcher's operand may be read from the device: `{contains: {fromPrefs: {package, file, key}}}`
+A matcher's operand may be read from the device: `{token: {fromPrefs: {package, file, key}}}`
 compares with what an app's SharedPreferences hold after the run (a code random per run that the
-agent had to carry into a contact); the file is read in the same batch, as root.
+agent had to carry into a contact); the file is read in the same batch, as root. Such a value is
+matched whole or as one token (the loader refuses `contains` and `matches`), so a note holding
+every six-digit code fails, saying why before the rows it shows.
 
 Values are compared as the command prints them (text): `equals: 1` matches `1`, NULL is absent.
 """
@@ -84,6 +86,11 @@ def problems(entry: Mapping[str, Any], where: str) -> list[str]:
                          f"got {column!r}")
         found += matcher_problems(f"{where}.match.{column}", raw)
     return found
+
+
+def matchers(entry: Mapping[str, Any], where: str) -> list[tuple[str, Any]]:
+    """Each column's matcher with its key path (the loader's rule for values random per run reads them)."""
+    return [(f"{where}.match.{column}", raw) for column, raw in (entry.get("match") or {}).items()]
 
 
 def parse(entry: Mapping[str, Any]) -> Spec:
@@ -156,9 +163,15 @@ def new_rows(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[
     return fresh
 
 
-def _matches(match: tuple[tuple[str, Matcher], ...], row: Mapping[str, Any], answer: str | None) -> bool:
-    return all(matcher.test(row.get(column) is not None, row.get(column), text=True, answer=answer)
-               for column, matcher in match)
+def _judge_row(match: tuple[tuple[str, Matcher], ...], row: Mapping[str, Any], answer: str | None) -> tuple[bool, str | None]:
+    """Whether every column matcher holds for a row, and the first column refused as a flood (`Matcher.judge`)."""
+    holds, refused = True, None
+    for column, matcher in match:
+        ok, why = matcher.judge(row.get(column) is not None, row.get(column), text=True, answer=answer)
+        holds = holds and ok
+        if why and refused is None:
+            refused = f"{column}: {why}"
+    return holds, refused
 
 
 def _resolved(spec: Spec, refs: Mapping[str, Any]) -> tuple[tuple[tuple[str, Matcher], ...], str | None]:
@@ -188,10 +201,15 @@ def validate(before: Mapping[str, Any] | None, after: Mapping[str, Any], spec: S
     match, problem = _resolved(spec, after.get("refs") or {})
     if problem:
         return failed(KIND, spec.name, expected, problem)
-    matching = [row for row in rows if _matches(match, row, context.answer)]
+    judged = [(row, *_judge_row(match, row, context.answer)) for row in rows]
+    matching = [row for row, holds, _ in judged if holds]
     ok = len(matching) >= 1 if spec.count is None else len(matching) == spec.count
     scope = "new row" if spec.new else "row"
     seen = f"{len(rows)} {scope}{'s' if len(rows) != 1 else ''}, {len(matching)} matching"
+    # A field refused as a flood is said first: the rows shown after it are cut to a few hundred characters.
+    refused = [f"{scope} {index}'s {why}" for index, (_, _, why) in enumerate(judged, start=1) if why]
+    if not ok and refused:
+        seen += f" ({refused[0]}" + (f"; {len(refused) - 1} more {scope}s refused" if len(refused) > 1 else "") + ")"
     shown = matching if ok else rows
     if shown:
         seen += f": {show(shown[:_SHOWN_ROWS])}" + (" …" if len(shown) > _SHOWN_ROWS else "")

@@ -60,7 +60,17 @@ class Step:
                                for key, matcher in self.fields) + "}"
 
     def matches(self, event: Mapping[str, Any]) -> bool:
-        return all(matcher.test(key in event, event.get(key)) for key, matcher in self.fields)
+        return self.judge(event)[0]
+
+    def judge(self, event: Mapping[str, Any]) -> tuple[bool, str | None]:
+        """Whether the event matches every field, and the first field refused as a flood (`Matcher.judge`)."""
+        holds, refused = True, None
+        for key, matcher in self.fields:
+            ok, why = matcher.judge(key in event, event.get(key))
+            holds = holds and ok
+            if why and refused is None:
+                refused = f"its {key}: {why}"
+        return holds, refused
 
 
 @dataclass(frozen=True)
@@ -85,6 +95,12 @@ def problems(entry: Mapping[str, Any], where: str) -> list[str]:
         for field, raw in step.items():
             found += matcher_problems(f"{where}.sequence[{index}].{field}", raw)
     return found
+
+
+def matchers(entry: Mapping[str, Any], where: str) -> list[tuple[str, Any]]:
+    """Each step field's matcher with its key path (the loader's rule for values random per run reads them)."""
+    return [(f"{where}.sequence[{index}].{field}", raw) for index, step in enumerate(entry.get("sequence") or [])
+            if isinstance(step, Mapping) for field, raw in step.items()]
 
 
 def parse(entry: Mapping[str, Any]) -> Spec:
@@ -174,4 +190,7 @@ def validate(before: Mapping[str, Any] | None, after: Mapping[str, Any], spec: S
         return passed(KIND, spec.name, expected, seen)
     missing = spec.sequence[found].describe()
     where = f"after step {found} ({spec.sequence[found - 1].describe()})" if found else "at all"
-    return failed(KIND, spec.name, expected, f"no new event {missing} {where}; {seen}")
+    # A new event whose field was refused as a flood (`token` over its length, a list of candidates) says so.
+    refused = next((f" (new event {index} {why})" for index, event in enumerate(fresh, start=1)
+                    for why in [spec.sequence[found].judge(event)[1]] if why), "")
+    return failed(KIND, spec.name, expected, f"no new event {missing} {where}{refused}; {seen}")

@@ -34,7 +34,15 @@ from pytest_agentbench.checks.base import (
     snapshot_error,
     unreadable,
 )
-from pytest_agentbench.checks.values import MATCHER_KEYS, Matcher, alternatives_problems, json_lookup, parse_matcher, path_text
+from pytest_agentbench.checks.values import (
+    MATCHER_KEYS,
+    Matcher,
+    alternatives_matchers,
+    alternatives_problems,
+    json_lookup,
+    parse_matcher,
+    path_text,
+)
 
 KIND = "jsonFile"
 USES_BEFORE = False
@@ -80,6 +88,11 @@ def problems(entry: Mapping[str, Any], where: str) -> list[str]:
     return alternatives_problems(where, entry, "path")
 
 
+def matchers(entry: Mapping[str, Any], where: str) -> list[tuple[str, Any]]:
+    """Each matcher of the entry with its key path (the loader's rule for values random per run reads them)."""
+    return alternatives_matchers(where, entry)
+
+
 def parse(entry: Mapping[str, Any]) -> Spec:
     """A validated `verify.device` entry -> Spec."""
     alternatives = [_expectation(item) for item in entry["anyOf"]] if "anyOf" in entry else [_expectation(entry)]
@@ -111,9 +124,10 @@ def snapshot(spec: Spec, device: DeviceReads) -> dict[str, Any]:
     return {"file": spec.device_path, "values": extract(document, [alt.path for alt in spec.alternatives])}
 
 
-def _holds(expectation: Expectation, values: Mapping[str, Any], answer: str | None) -> bool:
+def _judge(expectation: Expectation, values: Mapping[str, Any], answer: str | None) -> tuple[bool, str | None]:
+    """Whether the expectation holds, and the sentence when its value is refused as a flood (`Matcher.judge`)."""
     entry = values.get(expectation.label) or {"found": False, "value": None}
-    return expectation.matcher.test(entry["found"], entry["value"], answer=answer)
+    return expectation.matcher.judge(entry["found"], entry["value"], answer=answer)
 
 
 def validate(before: Mapping[str, Any] | None, after: Mapping[str, Any], spec: Spec, context: CheckContext) -> Check:
@@ -127,6 +141,9 @@ def validate(before: Mapping[str, Any] | None, after: Mapping[str, Any], spec: S
         else f"{alt.label} is not in the file"
         for alt in spec.alternatives
     )
-    if any(_holds(alternative, values, context.answer) for alternative in spec.alternatives):
+    judged = [_judge(alternative, values, context.answer) for alternative in spec.alternatives]
+    if any(holds for holds, _ in judged):
         return passed(KIND, spec.name, expected, seen)
-    return failed(KIND, spec.name, expected, seen)
+    # A value refused as a flood is said before the value itself, which the check's text cuts short.
+    refused = "".join(f"{refusal}: " for refusal in dict.fromkeys(refusal for _, refusal in judged if refusal))
+    return failed(KIND, spec.name, expected, refused + seen)

@@ -40,7 +40,15 @@ from pytest_agentbench.checks.base import (
     snapshot_error,
     unreadable,
 )
-from pytest_agentbench.checks.values import MATCHER_KEYS, Matcher, alternatives_problems, as_text, in_answer, parse_matcher
+from pytest_agentbench.checks.values import (
+    MATCHER_KEYS,
+    Matcher,
+    alternatives_matchers,
+    alternatives_problems,
+    as_text,
+    in_answer,
+    parse_matcher,
+)
 
 KIND = "sharedPreferences"
 USES_BEFORE = False
@@ -104,6 +112,11 @@ def problems(entry: Mapping[str, Any], where: str) -> list[str]:
                    for at, item in [("", entry), *((f".anyOf[{i}]", x) for i, x in enumerate(entry.get("anyOf") or ()))]
                    if isinstance(item, Mapping) and "list" in item and "type" in item]
     return typed_lists or alternatives_problems(where, entry, "key", "list")
+
+
+def matchers(entry: Mapping[str, Any], where: str) -> list[tuple[str, Any]]:
+    """Each matcher of the entry with its key path (the loader's rule for values random per run reads them)."""
+    return alternatives_matchers(where, entry)
 
 
 def parse(entry: Mapping[str, Any]) -> Spec:
@@ -174,17 +187,18 @@ def list_value(items: ListKeys, values: Mapping[str, Any]) -> list[Any] | None:
     return [entry["value"] for entry in found if entry is not None]
 
 
-def _holds(expectation: Expectation, values: Mapping[str, Any], answer: str | None) -> bool:
+def _judge(expectation: Expectation, values: Mapping[str, Any], answer: str | None) -> tuple[bool, str | None]:
+    """Whether the expectation holds, and the sentence when its value is refused as a flood (`Matcher.judge`)."""
     if expectation.items is not None:
         listed = list_value(expectation.items, values)
-        return expectation.matcher.test(listed is not None, listed, answer=answer)
+        return expectation.matcher.judge(listed is not None, listed, answer=answer)
     entry = values.get(expectation.key)
     if entry is None:
-        return expectation.matcher.test(False)
+        return expectation.matcher.judge(False)
     if expectation.tag is not None and entry["tag"] != expectation.tag:
-        return False
+        return False, None
     value = set(entry["value"]) if entry["tag"] == "set" else entry["value"]
-    return expectation.matcher.test(True, value, answer=answer)
+    return expectation.matcher.judge(True, value, answer=answer)
 
 
 def _seen(expectation: Expectation, values: Mapping[str, Any]) -> str:
@@ -208,12 +222,15 @@ def validate(before: Mapping[str, Any] | None, after: Mapping[str, Any], spec: S
     if "error" in after:
         return failed(KIND, spec.name, expected, after["error"])
     values = after["values"]
-    seen = "; ".join(_seen(alternative, values) for alternative in spec.alternatives)
-    if any(_holds(alternative, values, context.answer) for alternative in spec.alternatives):
+    seen = "; ".join(dict.fromkeys(_seen(alternative, values) for alternative in spec.alternatives))
+    judged = [_judge(alternative, values, context.answer) for alternative in spec.alternatives]
+    if any(holds for holds, _ in judged):
         return passed(KIND, spec.name, expected, seen)
     why = [_answer_problem(alternative, values, context.answer) for alternative in spec.alternatives]
+    # A value refused as a flood is said before the value itself, which the check's text cuts short.
+    refused = "".join(f"{refusal}: " for refusal in dict.fromkeys(refusal for _, refusal in judged if refusal))
     why_text = "".join(f"; {problem}" for problem in why if problem)
-    return failed(KIND, spec.name, expected, f"{seen} (in {spec.path}){why_text}")
+    return failed(KIND, spec.name, expected, f"{refused}{seen} (in {spec.path}){why_text}")
 
 
 def _answer_problem(expectation: Expectation, values: Mapping[str, Any], answer: str | None) -> str | None:

@@ -1,8 +1,14 @@
-"""A suite's value matcher (`equals`, `contains`, `matches`, `digits`, `exists`, `inAnswer`) + a value read from the device -> whether it holds, and a JSON path lookup.
+"""A suite's value matcher (`equals`, `contains`, `matches`, `digits`, `exists`, `inAnswer`, `token`) + a device value -> whether it holds, and a JSON path lookup.
 
 Typed on purpose, as Android reads values: `equals: true` does not match the string "true" a
 SharedPreferences file stored under `<string>`, and 1 is not True. Text sources (a `content`
 query prints text) compare through `as_text`, so `equals: 1` matches the printed `1`.
+
+A value random per run or per instance (a `{param}`, a run-time value, an operand read from the
+device with `fromPrefs`) may only be matched whole (`equals`, `digits`, `inAnswer`) or as one
+delimited `token` of a field no longer than MAX_TOKEN_FIELD: `contains` and `matches` would let a
+flood of text (a de Bruijn sequence holds every six-digit code) match it without the work.
+`random_value_problems` is that rule for the suite loader.
 """
 
 from __future__ import annotations
@@ -15,12 +21,26 @@ from typing import Any
 from pytest_agentbench.checks.base import app_path, show
 from pytest_agentbench.text import answer_key_values, normalize_answer_line, same_answer_value
 
-__all__ = ["MATCHER_KEYS", "MIN_PHONE_DIGITS", "Matcher", "PrefRef", "alternatives_problems", "as_text", "digits_of", "json_lookup",
-           "matcher_problems", "mentions", "parse_matcher", "path_text", "same_value", "split_path"]
+__all__ = ["MATCHER_KEYS", "MAX_PHONE_DIGITS", "MAX_TOKEN_FIELD", "MAX_TOKEN_MEMBERS", "MIN_PHONE_DIGITS", "Matcher", "PrefRef",
+           "RANDOM_VALUE_MATCHERS", "alternatives_matchers", "alternatives_problems", "as_text", "digits_of", "json_lookup",
+           "matcher_problems", "mentions", "parse_matcher", "path_text", "random_value_problems", "same_value", "split_path",
+           "token_verdict"]
 
-MATCHER_KEYS = ("equals", "contains", "matches", "digits", "exists", "inAnswer")
+MATCHER_KEYS = ("equals", "contains", "matches", "digits", "exists", "inAnswer", "token")
+#: The matchers a value random per run or per instance may use: each takes a whole field, a phone
+#: number's last digits, or one delimited token of a bounded field, so no flood of text matches it.
+RANDOM_VALUE_MATCHERS = ("equals", "token", "digits", "inAnswer", "exists")
 #: Phone numbers compare by their last digits; fewer than this many would match almost anything.
 MIN_PHONE_DIGITS = 4
+#: E.164: no phone number has more digits, so a longer "number" is a flood of digits, not a number.
+MAX_PHONE_DIGITS = 15
+#: The longest text a `token` is looked for in (a note, a label): a longer field is a flood.
+MAX_TOKEN_FIELD = 256
+#: The most members a list or set a `token` is looked for in may have.
+MAX_TOKEN_MEMBERS = 32
+# Run-time placeholders whose values differ per run (the run directory) or per device; {packageName} does not.
+_RUN_TIME_RANDOM = ("deviceSerial", "runDirectory")
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 # ----------------------------------------------------------------------------- a suite's matchers, validated
@@ -85,6 +105,52 @@ def alternatives_problems(where: str, entry: Mapping[str, Any], *subjects: str) 
     return _subject_problems(where, entry, subjects) or _one_matcher(where, entry, _given(entry, subjects))
 
 
+def alternatives_matchers(where: str, entry: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """The matchers of an entry written `key`/`path` + matcher, or `anyOf` of such: (key path, {op: operand})."""
+    items = [(f"{where}.anyOf[{index}]", item) for index, item in enumerate(entry.get("anyOf") or [])
+             if isinstance(item, Mapping)] if "anyOf" in entry else [(where, entry)]
+    return [(at, {key: item[key]}) for at, item in items for key in MATCHER_KEYS if key in item]
+
+
+def _random_operand(operand: Any, names: tuple[str, ...]) -> str | None:
+    """What makes a matcher's operand random, as a phrase, or None for a value the suite fixes."""
+    if isinstance(operand, Mapping) and "fromPrefs" in operand:
+        ref = operand["fromPrefs"]
+        key = ref.get("key", "?") if isinstance(ref, Mapping) else "?"
+        return f"its operand is read from the device (fromPrefs {key}), a value random per run"
+    items = operand if isinstance(operand, list) else [operand]
+    texts = [item for item in items if isinstance(item, str)]
+    drawn = [name for text in texts for name in _PLACEHOLDER.findall(text) if name in names or name in _RUN_TIME_RANDOM]
+    if drawn:
+        return f"its operand holds {{{drawn[0]}}}, a value random per instance"
+    return None
+
+
+def random_value_problems(where: str, raw: Any, names: tuple[str, ...]) -> list[str]:
+    """A matcher whose operand is random per run or per instance but may match part of a field (the loader's rule).
+
+    Args:
+        where: The matcher's key path (`verify.device[1].match.data1`).
+        raw: The matcher as written (a bare value means equals).
+        names: The placeholders the suite's params draw.
+
+    Returns:
+        One sentence when the matcher is `contains` or `matches` with a random operand, else none.
+    """
+    if not isinstance(raw, Mapping) or len(raw) != 1:
+        return []
+    (op, operand), = raw.items()
+    if op in RANDOM_VALUE_MATCHERS or op not in MATCHER_KEYS:
+        return []
+    why = _random_operand(operand, names)
+    if why is None:
+        return []
+    flood = ("a flood of text contains it: a de Bruijn sequence holds every six-digit code" if op == "contains"
+             else "a pattern searched in a field also finds it in text written to hold every value")
+    return [f"{where}.{op}: {why}, so it must match a whole field or one delimited token: "
+            f"use equals, token, digits or inAnswer, not {op} ({flood})"]
+
+
 def mentions(value: Any, key: str) -> bool:
     """Whether a key appears anywhere in a suite value (mappings and lists, at any depth)."""
     if isinstance(value, Mapping):
@@ -98,7 +164,7 @@ def mentions(value: Any, key: str) -> bool:
 class PrefRef:
     """A matcher's operand read from the device: a key of an app's SharedPreferences (a code random per run).
 
-    Written `{contains: {fromPrefs: {package: P, file: F, key: K}}}`; the check reads the file in
+    Written `{token: {fromPrefs: {package: P, file: F, key: K}}}`; the check reads the file in
     the same batch and compares with the value it holds after the run.
     """
 
@@ -136,12 +202,20 @@ class Matcher:
             return f"matches /{self.value}/"
         if self.op == "inAnswer":
             return "is the value of a closing KEY: value line of the final answer"
+        if self.op == "token":
+            operand = self.value.describe() if isinstance(self.value, PrefRef) else show(self.value)
+            return f"has {operand} as one token"
         if isinstance(self.value, PrefRef):
             return f"{self.op} {self.value.describe()}"
         return f"{self.op} {show(self.value)}"
 
     def test(self, present: bool, value: Any = None, *, text: bool = False, answer: str | None = None) -> bool:
-        """Whether the matcher holds for a value.
+        """Whether the matcher holds for a value (`judge` without the sentence)."""
+        return self.judge(present, value, text=text, answer=answer)[0]
+
+    def judge(self, present: bool, value: Any = None, *, text: bool = False,
+              answer: str | None = None) -> tuple[bool, str | None]:
+        """Whether the matcher holds for a value, and the sentence when a field is refused outright.
 
         Args:
             present: Whether the value exists at all (a missing key, a NULL column is absent).
@@ -152,28 +226,86 @@ class Matcher:
                 `KEY: value` lines, see `in_answer`).
 
         Returns:
-            True when it holds; an absent value holds only `exists: false`.
+            (holds, why): an absent value holds only `exists: false`; `why` is a sentence when the
+            field cannot hold a value random per run at all (a `token` field over MAX_TOKEN_FIELD
+            characters or listing other candidates, a `digits` field over MAX_PHONE_DIGITS digits),
+            else None.
         """
         if self.op == "exists":
-            return present == bool(self.value)
+            return present == bool(self.value), None
         if not present or value is None:
-            return False
+            return False, None
         if self.op == "equals":
-            return as_text(self.value) == str(value) if text else same_value(self.value, value)
+            return (as_text(self.value) == str(value) if text else same_value(self.value, value)), None
         if self.op == "contains":
             if isinstance(value, str):
-                return as_text(self.value) in value
+                return as_text(self.value) in value, None
             if isinstance(value, (list, tuple, set, frozenset)):
-                return any(same_value(self.value, item) for item in value)
-            return False
+                return any(same_value(self.value, item) for item in value), None
+            return False, None
         if self.op == "matches":
-            return re.search(str(self.value), value if isinstance(value, str) else as_text(value)) is not None
+            return re.search(str(self.value), value if isinstance(value, str) else as_text(value)) is not None, None
         if self.op == "digits":
-            wanted = digits_of(str(self.value))
-            return bool(wanted) and digits_of(str(value)).endswith(wanted)
+            wanted, held = digits_of(str(self.value)), digits_of(str(value))
+            if len(held) > MAX_PHONE_DIGITS:
+                return False, f"the field holds {len(held):,} digits; a phone number has at most {MAX_PHONE_DIGITS}"
+            return bool(wanted) and held.endswith(wanted), None
         if self.op == "inAnswer":
-            return in_answer(value if isinstance(value, str) else as_text(value), answer) is None
+            return in_answer(value if isinstance(value, str) else as_text(value), answer) is None, None
+        if self.op == "token":
+            return token_verdict(as_text(self.value), value)
         raise ValueError(f"unknown matcher {self.op!r}; expected one of {', '.join(MATCHER_KEYS)}")
+
+
+def _shape(token: str) -> re.Pattern[str]:
+    """What a token like this one looks like: a digit where it has a digit, a letter where it has a letter, the rest as is."""
+    parts = ["[0-9]" if char.isdigit() else "[^\\W\\d_]" if char.isalpha() else re.escape(char) for char in token]
+    return re.compile(_DELIMITED.format("".join(parts)))
+
+
+# A token stands alone: no letter or digit right before it or right after it.
+_DELIMITED = r"(?<![^\W_]){}(?![^\W_])"
+
+
+def token_verdict(wanted: str, value: Any) -> tuple[bool, str | None]:
+    """Whether `wanted` is one delimited token of a field read from the device, and the sentence when the field is refused.
+
+    A string field holds it with no letter or digit on either side, is at most MAX_TOKEN_FIELD
+    characters, and, when `wanted` holds a digit (a code), holds no other token of its shape (a
+    digit where it has a digit, a letter where it has a letter): a list of candidate codes is not an
+    answer. A list or set holds it as a member, has at most MAX_TOKEN_MEMBERS members, and no other
+    member of its shape when it holds a digit.
+
+    Returns:
+        (holds, refusal): `refusal` says why the field is a flood or a list of candidates; it is
+        None when the token is there, or simply absent.
+    """
+    wanted = wanted.strip()
+    coded = any(char.isdigit() for char in wanted)
+    if isinstance(value, (list, tuple, set, frozenset)):
+        members = [item.strip() if isinstance(item, str) else as_text(item) for item in value]
+        if len(members) > MAX_TOKEN_MEMBERS:
+            return False, (f"the list has {len(members):,} members, over the {MAX_TOKEN_MEMBERS} a value random per run is "
+                           f"looked for among (a flood of members holds every value)")
+        if not wanted or wanted not in members:
+            return False, None
+        shape = _shape(wanted)
+        others = sorted({member for member in members if member != wanted and shape.fullmatch(member)})
+        return (False, _candidates(others)) if coded and others else (True, None)
+    field = value if isinstance(value, str) else as_text(value)
+    if len(field) > MAX_TOKEN_FIELD:
+        return False, (f"the field is {len(field):,} characters long, over the {MAX_TOKEN_FIELD} a value random per run is "
+                       f"looked for in (a flood of text holds every code)")
+    if not wanted or not re.search(_DELIMITED.format(re.escape(wanted)), field):
+        return False, None
+    others = sorted({found.group(0) for found in _shape(wanted).finditer(field) if found.group(0) != wanted})
+    return (False, _candidates(others)) if coded and others else (True, None)
+
+
+def _candidates(others: list[str]) -> str:
+    listed = ", ".join(repr(other) for other in others[:3]) + (", ..." if len(others) > 3 else "")
+    return (f"the field also holds {len(others)} other value{'s' if len(others) != 1 else ''} shaped like it ({listed}): "
+            "a list of candidates is not an answer")
 
 
 def in_answer(value: str, answer: str | None) -> str | None:

@@ -142,13 +142,15 @@ def _clock_judge(suite: Suite, needs: Needs, reads: Mapping[str, RawRead], insta
     problems = []
     version = installed.get(DESKCLOCK, Installed(None)).version
     for entry in needs.checks_of("sharedPreferences", DESKCLOCK):
-        if "list" not in entry or not isinstance(entry.get("contains"), str):
+        # The city id is one member of the list: `token` (a drawn id) or `contains` (a fixed one).
+        key = next((key for key in ("token", "contains") if isinstance(entry.get(key), str)), None)
+        if "list" not in entry or key is None:
             continue
-        wanted = entry["contains"]
+        wanted = entry[key]
         cities = DESKCLOCK_CITY_IDS.get(version or "")
         if cities is None:
             problems.append(f"DeskClock {version}'s city ids are unknown: find the id of the city the job asks for in this "
-                            f"build's city list, set check {entry['name']}'s contains to it, prove the suite "
+                            f"build's city list, set check {entry['name']}'s {key} to it, prove the suite "
                             f"(`--agentbench-prove -k {suite.name}`) and add the build to doctor/apps.py DESKCLOCK_CITY_IDS")
             continue
         named = next((city for city, city_id in cities.items() if city_id == wanted), None)
@@ -156,7 +158,7 @@ def _clock_judge(suite: Suite, needs: Needs, reads: Mapping[str, RawRead], insta
         if named is None or (asked and named not in asked):
             right = ", ".join(f"{city} is {cities[city]}" for city in asked) or "see its city list"
             problems.append(f"check {entry['name']} looks for city id {wanted}, which is "
-                            f"{named or 'not in the list'} in DeskClock {version} ({right}): fix its contains")
+                            f"{named or 'not in the list'} in DeskClock {version} ({right}): fix its {key}")
     return problems
 
 

@@ -3,7 +3,8 @@
 Each problem names the key path, the value and what was expected, like the schema's own. Parts
 are checked only when their shape is right (the schema reports the rest). A device check's own
 rules live with its kind (`checks.<kind>.problems`); here are the rules across entries (unique
-names, an oracle that is not the answer) and those of `prove`.
+names, an oracle that is not the answer, a value random per run or per instance matched only
+whole or as one token: `checks.values.random_value_problems`) and those of `prove`.
 """
 
 from __future__ import annotations
@@ -12,22 +13,30 @@ from collections.abc import Mapping
 from typing import Any
 
 from pytest_agentbench.checks import KINDS
-from pytest_agentbench.checks.values import mentions
+from pytest_agentbench.checks.values import mentions, random_value_problems
 from pytest_agentbench.suite.capture import capture_problems
+from pytest_agentbench.suite.params import value_names
 
 #: Names of the checks that are not device checks, as a prove fail scenario may name them.
 OTHER_CHECK_NAMES = ("answer", "screen")
 
 
-def _check_problems(where: str, entry: Mapping[str, Any]) -> list[str]:
-    """One `verify.device` entry: the rule every kind shares, then its kind's own (`checks.<kind>.problems`)."""
+def _check_problems(where: str, entry: Mapping[str, Any], drawn: tuple[str, ...]) -> list[str]:
+    """One `verify.device` entry: the rules every kind shares, then its kind's own (`checks.<kind>.problems`).
+
+    `drawn` are the placeholders the suite's params draw: a matcher whose operand holds one (or is
+    read from the device) may not be `contains` or `matches`, which a flood of text satisfies.
+    """
     kind = entry.get("kind")
     module = KINDS.get(kind)
     if module is None:
         return []  # the schema names the kinds
     if not getattr(module, "OPERANDS_FROM_PREFS", False) and mentions(entry, "fromPrefs"):
         return [f"{where}: fromPrefs (an operand read from the device) works in a content check's match only, not in {kind}"]
-    return module.problems(entry, where)
+    found = module.problems(entry, where)
+    for at, raw in getattr(module, "matchers", lambda _entry, _where: [])(entry, where):
+        found += random_value_problems(at, raw, drawn)
+    return found
 
 
 def _steps_problems(where: str, steps: list[Any]) -> list[str]:
@@ -65,6 +74,8 @@ def device_problems(data: Mapping[str, Any]) -> list[str]:
     # A suite needs an oracle that is not the answer: the screen, or a check of device state.
     if "screenIncludes" not in verify and not any(entry.get("kind") not in (None, "report") for entry in entries):
         problems.append("verify.screenIncludes: required key is missing (or add a verify.device check that reads the device)")
+    declared = data.get("params")
+    drawn = value_names(declared) if isinstance(declared, Mapping) else ()
     names: dict[str, int] = {}
     for index, entry in enumerate(entries):
         where = f"verify.device[{index}]"
@@ -75,7 +86,7 @@ def device_problems(data: Mapping[str, Any]) -> list[str]:
             elif name in OTHER_CHECK_NAMES:
                 problems.append(f"{where}.name: expected a name other than {', '.join(OTHER_CHECK_NAMES)}, got {name!r}")
             names.setdefault(name, index)
-        problems += _shaped(lambda: _check_problems(where, entry))
+        problems += _shaped(lambda: _check_problems(where, entry, drawn))
     prove = data.get("prove")
     if isinstance(prove, Mapping):
         problems += _shaped(lambda: _prove_problems(prove, names, verify))

@@ -61,7 +61,7 @@ SHOP_REPORT_PLAIN = (
 )
 FORMS_REPORT_PLAIN = (
     "Two problems:\n"
-    "- Tapping Create did nothing at all the first time after the name error.\n"
+    "- Tapping Sign up did nothing at all the first time after the name error.\n"
     "- The welcome message cuts off the last letter of the email (ada@example.co)."
 )
 
@@ -79,7 +79,7 @@ CASES: dict[str, tuple[str, dict[str, Any], str, str | None]] = {
                                   "report check 'shop-bugs' failed: expected the answer reports at least 2 of 2 planted bugs"),
     # The cart used as asked, so only the one-sentence-one-bug rule can fail the soup.
     "shop-keyword-soup": ("qa-shop-bug-report", {"steps": committed_steps("qa-shop-bug-report"), "final": SOUP}, "failed",
-                          "(its only sentence already counts for another bug)"),
+                          "a sentence that fits more than one bug counts for none"),
     "shop-denial": ("qa-shop-bug-report", {"steps": committed_steps("qa-shop-bug-report"),
                                            "final": "No bugs: the total after removing a notebook was not stale, it went from $48.00 to $36.00.\n"
                                                     "SAVE10 works fine, it is not a flat $10.00."},
@@ -138,7 +138,7 @@ sys.exit(done.returncode)
 
 
 #: Each seeded template's params pinned to the one instance the cases' answers were written for
-#: (London, $48 -> $36, ada@example.co, ...): these cases test what a check accepts, not instances.
+#: (London, $48 -> $36, ada@example.co and Sign up, ...): these cases test what a check accepts, not instances.
 PINS: dict[str, dict[str, Any]] = {
     "bug-repro": {"taps": {"taps": 3, "fewer": 2}},
     "clock-world-clock": {"city": {"city": "London", "citySearch": "Lon", "cityId": "C15", "cityZone": "Europe/London"},
@@ -146,7 +146,7 @@ PINS: dict[str, dict[str, Any]] = {
     "messages-pin-archive": {"pinNumber": "+15551230001", "archiveNumber": "+15551230002", "keepNumber": "+15551230003"},
     "photos-crop": {"size": 0},
     "qa-shop-bug-report": {"cart": 0},
-    "qa-forms-bug-report": {"user": "ada", "domain": 0},
+    "qa-forms-bug-report": {"user": "ada", "domain": 0, "button": 0},
     "testbed-pickup-code": {"start": 0},
 }
 

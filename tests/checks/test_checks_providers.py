@@ -241,7 +241,7 @@ def test_sentences_split_at_a_full_stop_and_a_space_or_newline(text: str, senten
 COURIER = {"kind": "content", "name": "code-in-contact", "uri": "content://com.android.contacts/data",
            "projection": ["mimetype", "data1"], "new": True,
            "match": {"mimetype": "vnd.android.cursor.item/note",
-                     "data1": {"contains": {"fromPrefs": {"package": "dev.agentbench.testbed", "file": "testbed", "key": "courier_code"}}}}}
+                     "data1": {"token": {"fromPrefs": {"package": "dev.agentbench.testbed", "file": "testbed", "key": "courier_code"}}}}}
 TESTBED_PREFS = '<map>\n<string name="courier_code">731905</string>\n</map>\n'
 
 
@@ -264,4 +264,4 @@ def notes(*texts: str) -> str:
 def test_content_compares_with_a_value_read_from_another_app(prefs, after: str, passed: bool, seen: str) -> None:
     check = judge(COURIER, [ok(after), prefs], [ok(notes()), prefs])
     assert check.passed is passed and seen in check.seen, check
-    assert "contains the courier_code in /data/data/dev.agentbench.testbed/shared_prefs/testbed.xml" in check.expected
+    assert "has the courier_code in /data/data/dev.agentbench.testbed/shared_prefs/testbed.xml as one token" in check.expected

@@ -255,7 +255,7 @@ def test_a_deskclock_whose_city_ids_are_unknown() -> None:
     adb = PhoneAdb()
     adb.phone.set_version("com.android.deskclock", version_name="15")
     line = _line(adb, "clock-world-clock")
-    assert "not ready: DeskClock 15's city ids are unknown" in line and "contains" in line
+    assert "not ready: DeskClock 15's city ids are unknown" in line and "set check city-world-clock's token to it" in line
 
 
 def test_a_missing_deskclock() -> None:

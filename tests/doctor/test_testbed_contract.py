@@ -44,6 +44,8 @@ def test_the_doc_tables_are_the_contract() -> None:
     prefs = {_codes(row[0])[0]: (_codes(row[1])[0], _codes(row[2])[0]) for row in tables["Preferences"]}
     assert prefs == {key: (rule["type"], rule["pattern"]) for key, rule in contract["preferences"]["keys"].items()}
     assert f"`shared_prefs/{contract['preferences']['file']}.xml`" in DOC.read_text(encoding="utf-8")
+    written = {_codes(row[0])[0]: (_codes(row[1])[0], _codes(row[2])[0]) for row in tables["Preferences a suite writes"]}
+    assert written == {key: (rule["type"], rule["default"]) for key, rule in contract["preferences"]["suiteKeys"].items()}
     logs = [tuple(_codes(row[0]) + _codes(row[1]) + _codes(row[2])) for row in tables["Log lines"]]
     assert logs == [(line["tag"], line["priority"], line["pattern"]) for line in contract["logLines"]]
     events = {_codes(row[0])[0]: _codes(row[1]) for row in tables["Event log"]}
@@ -59,7 +61,8 @@ def test_the_simulated_testbed_declares_what_the_contract_names() -> None:
     assert (app.package, app.label, app.debuggable, app.deep_link_prefix) == (
         contract["package"], contract["label"], contract["debuggable"], contract["deepLinkPrefix"])
     assert {screen["route"] for screen in contract["screens"]} <= set(app.screens)
-    assert sim_testbed.PREFS == contract["preferences"]["file"]
+    assert sim_testbed.PREFS == contract["preferences"]["file"] == testbed_qa.PREFS
+    assert testbed_qa.FORM_BUTTON == contract["preferences"]["suiteKeys"]["form_button"]["default"]
     assert EVENT_LOG == contract["eventLog"]["path"]
     assert sim_testbed.WAKE_LOCK_TAG == contract["wakeLock"]["tag"]
     source = Path(sim_testbed.__file__).read_text() + Path(testbed_qa.__file__).read_text()

@@ -227,11 +227,12 @@ def test_an_agent_that_does_not_touch_the_phone_passes_no_job(fake_agents, kind:
         if kind.startswith("plausible"):
             # The answer lines are right; only the device (and that no device tool was used) says otherwise.
             assert all(check["passed"] for check in result["checks"] if check["kind"] == "answer"), (name, failing)
-            # So are the reports, except where a bug asks for a value this run's app logged (issue 19:
-            # qa-shop's stale total), which an agent that never used the app cannot have.
+            # Not the reports: every planted bug asks for a value this run's app logged (issues 19 and 28),
+            # which an agent that never used the app cannot have.
             for check in result["checks"]:
-                if check["kind"] == "report" and not check["passed"]:
-                    assert "1 of 2 found" in check["seen"] and "no new item_removed event was logged" in check["seen"], (name, check)
+                if check["kind"] == "report":
+                    assert not check["passed"] and "0 of 2 found" in check["seen"], (name, check)
+                    assert "names none of the values this run's app showed" in check["seen"], (name, check)
 
 
 def test_after_the_fake_agents_the_phone_reads_like_a_fresh_phone(fake_agents) -> None:

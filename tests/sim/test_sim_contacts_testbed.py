@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from pytest_agentbench.sim.apps.model import EVENT_LOG, read_shared_prefs
+from pytest_agentbench.sim.apps.model import EVENT_LOG, read_shared_prefs, write_shared_prefs
 from pytest_agentbench.sim.apps.testbed import PACKAGE as TESTBED, WAKE_LOCK_TAG
 from pytest_agentbench.sim.phone import Phone
 from pytest_agentbench.sim.phone_numbers import format_for_display, normalize_e164
@@ -126,8 +126,25 @@ def test_forms_flow_bugs_and_their_events(phone: Phone) -> None:
     used = [event for event in events(phone) if event["event"] != "screen_opened"]
     assert [event["event"] for event in used] == ["invalid_submit", "ignored_tap", "submit_success"]
     assert used[0]["reason"] == "email" and used[1]["button"] == "Create"
-    assert (used[2]["email"], used[2]["welcome"]) == ("ada@example.com", "Welcome, ada@example.co!")
+    assert (used[2]["email"], used[2]["welcome"], used[2]["welcome_email"]) == ("ada@example.com", "Welcome, ada@example.co!",
+                                                                                "ada@example.co")
     assert events(phone)[-1] == {**events(phone)[-1], "event": "screen_opened", "screen": "forms/welcome"}
+
+
+def test_the_forms_button_is_the_label_a_suite_wrote_and_the_ignored_tap_logs_it(phone: Phone) -> None:
+    # qa-forms-bug-report draws the label per instance (preflight writes it): the report must name it.
+    write_shared_prefs(phone, TESTBED, "testbed", {"form_button": "Sign up"})
+    open_link(phone, "agentbench://testbed/forms")
+    assert "Sign up" in texts(phone) and "Create" not in texts(phone)
+    type_into(phone, "Email", "ada@example.com")
+    type_into(phone, "Password", "secret123")
+    tap(phone, "Sign up")
+    tap(phone, "Sign up")  # ignored: the planted bug
+    type_into(phone, "Name", "Ada")
+    tap(phone, "Sign up")
+    used = [event for event in events(phone) if event["event"] != "screen_opened"]
+    assert [(event["event"], event.get("button")) for event in used] == [
+        ("invalid_submit", None), ("ignored_tap", "Sign up"), ("submit_success", None)]
 
 
 def test_shop_flow_stale_total_and_flat_discount(phone: Phone) -> None:

@@ -50,7 +50,7 @@ def test_a_device_check_is_an_oracle_but_a_report_alone_is_not(tmp_path: Path) -
         ({**CONTACT, "count": -1}, "verify.device[0].count: expected a number >= 0, got -1"),
         ({**PREFS, "file": "a/b"}, "verify.device[0].file: expected a preferences file name (shared_prefs/NAME.xml) without '/', got 'a/b'"),
         ({**PREFS, "type": "bool"}, "verify.device[0].type: expected one of boolean, int, long, float, string, set, got 'bool'"),
-        ({k: v for k, v in PREFS.items() if k != "contains"}, "verify.device[0]: expected exactly one matcher (equals, contains, matches, digits, exists, inAnswer) for its key, got none"),
+        ({k: v for k, v in PREFS.items() if k != "contains"}, "verify.device[0]: expected exactly one matcher (equals, contains, matches, digits, exists, inAnswer, token) for its key, got none"),
         ({**PREFS, "equals": "x"}, "got equals, contains"),
         ({**{k: v for k, v in PREFS.items() if k != "key"}, "list": {"count": "n", "item": "c_"}, "type": "string"},
          "verify.device[0]: type applies to a key, not to a list (its items are compared as read)"),

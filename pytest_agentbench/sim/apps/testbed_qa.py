@@ -1,12 +1,16 @@
 """The testbed's two QA flows, with bugs that only show under use; every use is written to the event log.
 
-Forms ("Create account"): after a rejected submit the next tap on Create is ignored; on success the
-welcome line drops the last character of the email. Shop: the total does not update after a
-quantity decrease (it keeps the previous one), and the code SAVE10, announced as 10% off, takes a
-flat 10.00. Events (`files/events.jsonl`): `invalid_submit` {reason}, `ignored_tap` {button},
-`submit_success` {email, welcome}; `item_added` / `item_removed` {item, quantity, total_shown,
-total_expected}, `discount_applied` {code, total_shown, total_expected} / `discount_rejected` {code},
-`checkout` {charged, expected, total_shown}; "expected" is always what a correct shop would show.
+Forms ("Create account"): after a rejected submit the next tap on the form's button is ignored;
+on success the welcome line drops the last character of the email. The button's label is the
+preference `form_button` of `shared_prefs/testbed.xml` (a suite's preflight writes one drawn per
+instance; `Create` when there is none), so each planted bug shows a value of its own instance: the
+label of the button that ignored the tap, the email cut short. Shop: the total does not update
+after a quantity decrease (it keeps the previous one), and the code SAVE10, announced as 10% off,
+takes a flat 10.00. Events (`files/events.jsonl`): `invalid_submit` {reason}, `ignored_tap`
+{button: its label}, `submit_success` {email, welcome, welcome_email: what the welcome line shows
+for the email}; `item_added` / `item_removed` {item, quantity, total_shown, total_expected},
+`discount_applied` {code, total_shown, total_expected} / `discount_rejected` {code}, `checkout`
+{charged, expected, total_shown}; "expected" is always what a correct shop would show.
 """
 
 from __future__ import annotations
@@ -18,6 +22,9 @@ from .model import AppContext, Screen
 
 ITEMS = (("notebook", "Notebook", 1200), ("mug", "Mug", 900))  # key, label, price in cents
 DISCOUNT_CODE = "SAVE10"
+PREFS = "testbed"
+#: The form's button label when no suite wrote `form_button`.
+FORM_BUTTON = "Create"
 _EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
 
 
@@ -32,7 +39,7 @@ QA_SCREENS = {
         Field("Email", id="email"),
         Field("Password", id="password", password=True),
         Text("{form_error}", when="form_error", id="form_error"),
-        Button("Create", "create_account"),
+        Button("{form_button}", "create_account"),
     )),
     "forms/welcome": Screen("forms/welcome", (
         Title("Welcome"),
@@ -70,8 +77,16 @@ def qa_initial_state() -> dict[str, object]:
     return state
 
 
+def form_button(ctx: AppContext) -> str:
+    """The label of the form's button: the preference a suite wrote, else Create (read once per process, as the tasks are)."""
+    if "form_button" not in ctx.state:
+        label = ctx.prefs(PREFS).get("form_button")
+        ctx.state["form_button"] = label.strip() if isinstance(label, str) and label.strip() else FORM_BUTTON
+    return str(ctx.state["form_button"])
+
+
 def qa_derived(ctx: AppContext) -> dict[str, object]:
-    return {"total_shown": money(int(ctx.state.get("shown_total", 0)))}
+    return {"total_shown": money(int(ctx.state.get("shown_total", 0))), "form_button": form_button(ctx)}
 
 
 class QaFlows:
@@ -81,7 +96,7 @@ class QaFlows:
         if ctx.state.get("ignore_next_create"):
             # Planted bug: the tap right after a rejected submit does nothing at all.
             ctx.state["ignore_next_create"] = False
-            ctx.log_event("ignored_tap", button="Create")
+            ctx.log_event("ignored_tap", button=form_button(ctx))
             return
         fields = ctx.runtime.fields
         name, email, password = (fields.get(key, "").strip() for key in ("name", "email", "password"))
@@ -96,7 +111,7 @@ class QaFlows:
         ctx.state["form_error"] = ""
         # Planted bug: the welcome line loses the email's last character.
         ctx.state["welcome_email"] = email[:-1]
-        ctx.log_event("submit_success", email=email, welcome=f"Welcome, {email[:-1]}!")
+        ctx.log_event("submit_success", email=email, welcome=f"Welcome, {email[:-1]}!", welcome_email=email[:-1])
         ctx.navigate("forms/welcome")
 
     def tap_add_item(self, ctx: AppContext, key: str) -> None:
