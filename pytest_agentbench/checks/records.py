@@ -15,6 +15,7 @@ values are candidates and words the failure. Nothing here does I/O.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -41,13 +42,24 @@ def wanted_text(matcher: Matcher, wanted: Any) -> str:
     return digits_of(str(wanted)) if matcher.op == "digits" else as_text(wanted).strip()
 
 
-def _patterns(wanted: str, space: str | None) -> list[str]:
-    return ([shape_pattern(wanted)] if is_coded(wanted) else []) + ([space] if space else [])
+@functools.lru_cache(maxsize=256)
+def _whole(wanted: str, space: str | None) -> re.Pattern[str] | None:
+    """A whole candidate value: its shape (a value with a digit) or one its instance could have drawn."""
+    parts = ([shape_pattern(wanted)] if is_coded(wanted) else []) + ([space] if space else [])
+    return re.compile("|".join(f"(?:{part})" for part in parts)) if parts else None
+
+
+@functools.lru_cache(maxsize=256)
+def _delimited(wanted: str, space: str | None) -> re.Pattern[str] | None:
+    """A candidate token inside a text: a whole candidate with no letter or digit on either side."""
+    whole = _whole(wanted, space)
+    return re.compile(_DELIMITED.format(whole.pattern)) if whole else None
 
 
 def is_candidate(text: str, wanted: str, space: str | None) -> bool:
     """Whether a whole value could have been the wanted one: one the instance could have drawn, or one of its shape (a value with a digit)."""
-    return any(re.fullmatch(pattern, text) for pattern in _patterns(wanted, space))
+    whole = _whole(wanted, space)
+    return bool(whole and whole.fullmatch(text))
 
 
 def candidate_values(matcher: Matcher, wanted: Any, value: Any) -> list[str]:
@@ -77,11 +89,8 @@ def candidate_values(matcher: Matcher, wanted: Any, value: Any) -> list[str]:
         if isinstance(value, (list, tuple, set, frozenset)):
             members = [item.strip() if isinstance(item, str) else as_text(item) for item in value]
             return [member for member in members if is_candidate(member, target, matcher.space)]
-        patterns = _patterns(target, matcher.space)
-        if not patterns:
-            return []
-        found = re.compile(_DELIMITED.format("|".join(f"(?:{pattern})" for pattern in patterns)))
-        return [hit.group(0) for hit in found.finditer(value if isinstance(value, str) else as_text(value))]
+        found = _delimited(target, matcher.space)
+        return [hit.group(0) for hit in found.finditer(value if isinstance(value, str) else as_text(value))] if found else []
     if matcher.op == "digits":
         held = digits_of(str(value))
         if not len(target) <= len(held) <= MAX_PHONE_DIGITS:

@@ -13,6 +13,7 @@ flood of text (a de Bruijn sequence holds every six-digit code) match it without
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -276,6 +277,7 @@ def is_coded(value: str) -> bool:
     return any(char.isdigit() for char in value)
 
 
+@functools.lru_cache(maxsize=256)
 def _candidate_pattern(wanted: str, space: str | None) -> re.Pattern[str] | None:
     """The values a token is told apart from: its shape (a code only) and the values its instance could have drawn."""
     parts = ([shape_pattern(wanted)] if is_coded(wanted) else []) + ([space] if space else [])
