@@ -10,6 +10,7 @@ import pytest
 
 from pytest_agentbench.device.selection import parse_device_option
 from pytest_agentbench.run.execute import SandboxMode, resolve_mode
+from pytest_agentbench.sessionseed import resolve as resolve_seed
 from pytest_agentbench.suite.params import DEFAULT_SEED, parse_seed
 
 DEFAULT_OUTPUT = "scratch/agent-benchmarks"
@@ -112,8 +113,9 @@ def add_options(parser: pytest.Parser) -> None:
         help="Run every suite N times (items suite[r1] ... suite[rN]) and report pass rates with intervals. Default: 1",
     )
     group.addoption(
-        "--agentbench-seed", dest="agentbench_seed", metavar="S", type=_seed_option, default=DEFAULT_SEED,
-        help=f"Seed for suites' params: the same seed gives the same task instances on every machine. Default: {DEFAULT_SEED}",
+        "--agentbench-seed", dest="agentbench_seed", metavar="S", type=_seed_option, default=None,
+        help="Seed for suites' params: the same seed gives the same task instances on every machine. Default: a secret "
+             "one drawn per session and printed in the header (--lf, --ff, --sw and --deselect reuse the last session's)",
     )
     group.addoption(
         "--agentbench-compare", dest="agentbench_compare", metavar="PATH", default=None,
@@ -273,7 +275,7 @@ class AgentbenchOptions:
             update_suites=update_suites,
             warm_start=bool(config.getini("agentbench_warm_start")),
             repeat=repeat,
-            seed=int(config.getoption("agentbench_seed")),
+            seed=resolve_seed(config).value,
             compare_path=(invocation_dir / compare).absolute() if compare else None,
             prove=prove,
             doctor=doctor,
