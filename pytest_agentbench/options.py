@@ -11,6 +11,7 @@ import pytest
 from pytest_agentbench.device.selection import parse_device_option
 from pytest_agentbench.run.execute import SandboxMode, resolve_mode
 from pytest_agentbench.sessionseed import resolve as resolve_seed
+from pytest_agentbench.sessionseed import seed_records
 from pytest_agentbench.suite.params import DEFAULT_SEED, parse_seed
 
 DEFAULT_OUTPUT = "scratch/agent-benchmarks"
@@ -199,6 +200,9 @@ class AgentbenchOptions:
     doctor: bool = False
     #: The resolved `--agentbench-sandbox` (`run.confine.SandboxMode`); None: unconfined (options built by hand).
     sandbox: SandboxMode | None = None
+    #: What records a seed outside the run directories (the pytest cache, the session document, the
+    #: page, JUnit, the compared document): hidden from a confined agent, as the project is.
+    private_paths: tuple[Path, ...] = ()
 
     @property
     def screenshots(self) -> bool:
@@ -257,8 +261,11 @@ class AgentbenchOptions:
                 sandbox = resolve_mode(requested)
             except ValueError as exc:
                 raise pytest.UsageError(str(exc)) from None
+        private = [config.getoption("agentbench_json"), html_path, compare, getattr(config.option, "xmlpath", None)]
+        private_paths = (*seed_records(config), *((invocation_dir / path).absolute() for path in private if path and path != JSON_STDOUT))
         return cls(
             sandbox=sandbox,
+            private_paths=tuple(private_paths),
             device=config.getoption("agentbench_device"),
             model=config.getoption("agentbench_model"),
             claude=config.getoption("agentbench_claude") or DEFAULT_CLAUDE,

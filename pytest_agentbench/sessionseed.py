@@ -15,7 +15,9 @@ then nowhere on disk an agent could look.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 import pytest
@@ -114,3 +116,14 @@ def remember(config: pytest.Config, seed: int) -> None:
     if cache is None or hasattr(config, "workerinput") or config.option.collectonly:
         return
     cache.set(CACHE_KEY, seed)
+
+
+def seed_records(config: pytest.Config) -> tuple[Path, ...]:
+    """Where the pytest cache keeps the last seed (its directory), for the sandbox to hide; none without the cache.
+
+    The cache lies in the project by default, which the sandbox hides anyway; `cache_dir` may put it anywhere.
+    """
+    if getattr(config, "cache", None) is None:
+        return ()
+    configured = os.path.expanduser(os.path.expandvars(str(config.getini("cache_dir"))))
+    return (Path(config.rootpath, configured).absolute(),)
