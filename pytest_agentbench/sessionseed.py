@@ -1,4 +1,4 @@
-"""The command line + the pytest cache -> the session's params seed and why: given, drawn fresh, the last session's (a rerun), or the controller's (an xdist worker).
+"""The command line + the pytest cache -> the session's params seed and why: given, drawn fresh, the last session's (a rerun), the compared session's, or the controller's (an xdist worker).
 
 A seed nobody chose is drawn from the operating system (`params.draw_seed`), so a value a prompt
 hides cannot be computed by an agent that knows the suite and can import this package. Like
@@ -10,11 +10,13 @@ A seeded item's id names its instance (`ux-flow[r1-Pro]`), which only its seed r
 when the command asks to rerun earlier items (`--lf`, `--ff`, `--sw`, `--deselect` or a node id
 of an instance), the session takes the last session's seed from the pytest cache. The cache gets
 the seed only when a session that ran suites ends, never while its agents run: a fresh seed is
-then nowhere on disk an agent could look.
+then nowhere on disk an agent could look. A session compared with an earlier one
+(`--agentbench-compare`) takes that session's seed, so its runs pair up instance by instance.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,8 +38,8 @@ class SessionSeed:
     """The session's seed, where it came from, and (for a rerun) what asked for the last session's."""
 
     value: int
-    source: Literal["given", "drawn", "last", "controller"]
-    #: The option that asked for the last session's seed (`--lf`), when one did.
+    source: Literal["given", "drawn", "last", "baseline", "controller"]
+    #: The option that asked for an earlier session's seed (`--lf`, `--agentbench-compare a.json`), when one did.
     rerun: str | None = None
 
     def header_line(self) -> str:
@@ -46,6 +48,7 @@ class SessionSeed:
             "given": "given",
             "drawn": "drawn for this session; pass it to rerun these instances",
             "last": f"the last session's, so {self.rerun} finds its instances; --agentbench-seed N overrides",
+            "baseline": f"the compared session's, so {self.rerun} pairs instance by instance; --agentbench-seed N overrides",
             "controller": "the controller's",
         }[self.source]
         if self.source == "drawn" and self.rerun:
@@ -86,11 +89,25 @@ def last_seed(config: pytest.Config) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
+def compared_seed(config: pytest.Config) -> tuple[str, int] | None:
+    """`--agentbench-compare PATH` and the seed its document recorded; None without one (a bad document is the session's usage error)."""
+    path = config.getoption("agentbench_compare", None)
+    if not path:
+        return None
+    try:
+        seed = json.loads(Path(config.invocation_params.dir, path).read_text(encoding="utf-8")).get("seed")
+    except (OSError, ValueError, AttributeError):
+        return None
+    valid = isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0
+    return (f"--agentbench-compare {path}", seed) if valid else None
+
+
 def resolve(config: pytest.Config) -> SessionSeed:
     """This session's seed, decided once (kept in the config's stash).
 
     An xdist worker takes the controller's; `--agentbench-seed` wins over everything else; a rerun
-    (`rerun_request`) takes the last session's; otherwise a fresh secret seed is drawn.
+    (`rerun_request`) takes the last session's; a comparison the compared session's; otherwise a
+    fresh secret seed is drawn.
     """
     known = config.stash.get(seed_key, None)
     if known is not None:
@@ -104,6 +121,8 @@ def resolve(config: pytest.Config) -> SessionSeed:
         seed = SessionSeed(int(given), "given")
     elif rerun is not None and (last := last_seed(config)) is not None:
         seed = SessionSeed(last, "last", rerun)
+    elif rerun is None and (compared := compared_seed(config)) is not None:
+        seed = SessionSeed(compared[1], "baseline", compared[0])
     else:
         seed = SessionSeed(draw_seed(), "drawn", rerun)
     config.stash[seed_key] = seed

@@ -343,7 +343,8 @@ class SessionResult:
     finished_at: str | None = None
     seed: int | None = None
     #: Where the seed came from: `given` (--agentbench-seed), `drawn` (fresh and secret), `last`
-    #: (the last session's, for a rerun such as --lf); None in documents written before it was kept.
+    #: (the last session's, for a rerun such as --lf), `baseline` (the --agentbench-compare
+    #: document's); None in documents written before it was kept.
     seed_source: str | None = None
     repeat: int | None = None
     unrecorded: tuple[Mapping[str, Any], ...] = ()

@@ -206,6 +206,19 @@ def test_xdist_workers_draw_the_controllers_instances(pytester: pytest.Pytester)
     assert ran == sorted(line for line in listed.outlines if "::" in line)
 
 
+def test_a_comparison_runs_the_compared_sessions_instances(pytester: pytest.Pytester) -> None:
+    project(pytester)
+    baseline = {"seed": 77, "repeat": 3, "runs": [{"suite": "alpha", "verdict": {"status": "passed", "reasons": []},
+                                                    "instance": {"id": "r1-Pro", "repeat": 1, "seed": 77, "values": {"plan": "Pro"}}}]}
+    (pytester.path / "a.json").write_text(json.dumps(baseline), encoding="utf-8")
+    compared = pytester.runpytest("benchmark/", "--collect-only", "--agentbench-repeat", "3", "--agentbench-compare", "a.json")
+    assert header(compared) == (77, "the compared session's, so --agentbench-compare a.json pairs instance by instance; "
+                                    "--agentbench-seed N overrides")
+    given = pytester.runpytest("benchmark/", "--collect-only", "--agentbench-repeat", "3", "--agentbench-compare", "a.json",
+                               "--agentbench-seed", "78")
+    assert header(given) == (78, "given")
+
+
 # ----------------------------------------------------------------------------- repeats past the instance space
 
 

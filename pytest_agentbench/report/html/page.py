@@ -27,7 +27,7 @@ from pytest_agentbench.report.stats import DEFAULT_LEVEL, RunOutcome, shown_k, s
 
 #: The session-table columns whose delta against the baseline is shown.
 #: How the page names where a session's seed came from (the session document's `seedSource`).
-SEED_SOURCES = {"drawn": "drawn for the session", "given": "given", "last": "the last session's"}
+SEED_SOURCES = {"drawn": "drawn for the session", "given": "given", "last": "the last session's", "baseline": "the compared session's"}
 DELTA_METRICS = (("toolCalls", "calls"), ("costUsd", "cost"), ("wallClockSeconds", "wall"))
 
 
