@@ -116,7 +116,8 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption(
         "--agentbench-seed", dest="agentbench_seed", metavar="S", type=_seed_option, default=None,
         help="Seed for suites' params: the same seed gives the same task instances on every machine. Default: a secret "
-             "one drawn per session and printed in the header (--lf, --ff, --sw and --deselect reuse the last session's)",
+             "one drawn per session and printed in the header (--lf, --ff, --sw and --deselect reuse the last session's, "
+             "--agentbench-compare the compared session's)",
     )
     group.addoption(
         "--agentbench-compare", dest="agentbench_compare", metavar="PATH", default=None,
