@@ -28,8 +28,23 @@ from pytest_agentbench.run.execute import DRY_RUN_SECTION
 from pytest_agentbench.session import INSTANCE_PROPERTY, SUITE_PROPERTY, AgentbenchSession, session_key
 from pytest_agentbench.suite import Suite, load_suite
 from pytest_agentbench.suite.instance import instantiate, item_name, prove_item_name
+from pytest_agentbench.suite.params import instance_space
 
 ITEM_TIMEOUT_MARGIN_S = 300
+
+
+class RepeatsWarning(pytest.PytestWarning):
+    """`--agentbench-repeat` asks for more runs of a suite than it has distinct instances."""
+
+
+def node_id(parent: pytest.Collector, name: str) -> str:
+    """An item's node id: `<file>::<name>`, given whole, so a bracketed name (`ux-flow[r1-Pro]`) is read as pytest reads one.
+
+    pytest 9 parses a node id's `[...]` as its parameters when it reads one back (the last-failed
+    cache, --sw); built from the name alone, the item's own id would keep the brackets in its
+    name, and `--lf` and `--sw` would never find it.
+    """
+    return f"{parent.nodeid}::{name}"
 
 
 class SuiteFile(pytest.File):
@@ -38,6 +53,13 @@ class SuiteFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item]:
         suite = load_suite(self.path, self.config.rootpath)
         options = self.config.stash[session_key].options
+        space = instance_space(suite.raw.get("params"))
+        if suite.raw.get("params") and options.repeat > space:
+            self.warn(RepeatsWarning(
+                f"{suite.name} has {space} distinct instance{'s' if space != 1 else ''}: --agentbench-repeat {options.repeat} "
+                f"runs each of them {options.repeat // space}{'' if options.repeat % space == 0 else f' or {options.repeat // space + 1}'} "
+                f"times (r{space + 1} starts over)"
+            ))
         if options.prove:
             # --agentbench-prove: the suite's proof items replace its run items, for every seeded
             # instance (--agentbench-repeat N proves N), so a check is proven on the values it judges.
@@ -48,7 +70,8 @@ class SuiteFile(pytest.File):
             # Each repeat is its own seeded instance and its own full run (its own run directory),
             # so pytest-xdist can hand the repeats of one suite to different workers and phones.
             instance = instantiate(suite, seed=options.seed, repeat=repeat)
-            yield SuiteItem.from_parent(self, name=item_name(instance, repeats=options.repeat), suite=instance)
+            name = item_name(instance, repeats=options.repeat)
+            yield SuiteItem.from_parent(self, name=name, nodeid=node_id(self, name), suite=instance)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         # A bad suite is the user's file, not our code: show the problems, not a traceback.
@@ -217,10 +240,11 @@ def prove_items(parent: pytest.Collector, suite: Suite, *, repeats: int = 1) -> 
     """The prove items of one suite instance: `<suite>[prove-pass]`, `[prove-fail-<name>]`, `[prove-fresh]`,
     with the instance id first when it has params or there are repeats (`<suite>[r2-London-20-prove-pass]`)."""
     if not suite.prove:
-        yield ProveItem.from_parent(parent, name=prove_item_name(suite, "prove-pass", repeats=repeats), suite=suite, scenario=None)
+        name = prove_item_name(suite, "prove-pass", repeats=repeats)
+        yield ProveItem.from_parent(parent, name=name, nodeid=node_id(parent, name), suite=suite, scenario=None)
     for scenario in scenarios_of(suite):
-        yield ProveItem.from_parent(parent, name=prove_item_name(suite, scenario.item_name, repeats=repeats),
-                                    suite=suite, scenario=scenario)
+        name = prove_item_name(suite, scenario.item_name, repeats=repeats)
+        yield ProveItem.from_parent(parent, name=name, nodeid=node_id(parent, name), suite=suite, scenario=scenario)
 
 
 class ProveItem(SuiteItem):

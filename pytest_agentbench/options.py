@@ -10,6 +10,8 @@ import pytest
 
 from pytest_agentbench.device.selection import parse_device_option
 from pytest_agentbench.run.execute import SandboxMode, resolve_mode
+from pytest_agentbench.sessionseed import resolve as resolve_seed
+from pytest_agentbench.sessionseed import seed_records
 from pytest_agentbench.suite.params import DEFAULT_SEED, parse_seed
 
 DEFAULT_OUTPUT = "scratch/agent-benchmarks"
@@ -112,8 +114,10 @@ def add_options(parser: pytest.Parser) -> None:
         help="Run every suite N times (items suite[r1] ... suite[rN]) and report pass rates with intervals. Default: 1",
     )
     group.addoption(
-        "--agentbench-seed", dest="agentbench_seed", metavar="S", type=_seed_option, default=DEFAULT_SEED,
-        help=f"Seed for suites' params: the same seed gives the same task instances on every machine. Default: {DEFAULT_SEED}",
+        "--agentbench-seed", dest="agentbench_seed", metavar="S", type=_seed_option, default=None,
+        help="Seed for suites' params: the same seed gives the same task instances on every machine. Default: a secret "
+             "one drawn per session and printed in the header (--lf, --ff, --sw and --deselect reuse the last session's, "
+             "--agentbench-compare the compared session's)",
     )
     group.addoption(
         "--agentbench-compare", dest="agentbench_compare", metavar="PATH", default=None,
@@ -197,6 +201,9 @@ class AgentbenchOptions:
     doctor: bool = False
     #: The resolved `--agentbench-sandbox` (`run.confine.SandboxMode`); None: unconfined (options built by hand).
     sandbox: SandboxMode | None = None
+    #: What records a seed outside the run directories (the pytest cache, the session document, the
+    #: page, JUnit, the compared document): hidden from a confined agent, as the project is.
+    private_paths: tuple[Path, ...] = ()
 
     @property
     def screenshots(self) -> bool:
@@ -255,8 +262,11 @@ class AgentbenchOptions:
                 sandbox = resolve_mode(requested)
             except ValueError as exc:
                 raise pytest.UsageError(str(exc)) from None
+        private = [config.getoption("agentbench_json"), html_path, compare, getattr(config.option, "xmlpath", None)]
+        private_paths = (*seed_records(config), *((invocation_dir / path).absolute() for path in private if path and path != JSON_STDOUT))
         return cls(
             sandbox=sandbox,
+            private_paths=tuple(private_paths),
             device=config.getoption("agentbench_device"),
             model=config.getoption("agentbench_model"),
             claude=config.getoption("agentbench_claude") or DEFAULT_CLAUDE,
@@ -273,7 +283,7 @@ class AgentbenchOptions:
             update_suites=update_suites,
             warm_start=bool(config.getini("agentbench_warm_start")),
             repeat=repeat,
-            seed=int(config.getoption("agentbench_seed")),
+            seed=resolve_seed(config).value,
             compare_path=(invocation_dir / compare).absolute() if compare else None,
             prove=prove,
             doctor=doctor,

@@ -19,7 +19,9 @@ from pytest_agentbench.report.baseline_check import baseline_refusal
 from pytest_agentbench.report.terminal import render_section
 from pytest_agentbench.run.execute import DRY_RUN_SECTION, agent_workdir_parent, current_environ, dry_run_text
 from pytest_agentbench.servers import ServerProfile, get_profile
+from pytest_agentbench.sessionseed import WORKER_KEY, remember, resolve
 from pytest_agentbench.suite import Suite
+from pytest_agentbench.usage import named_paths, names_suites
 
 session_key = pytest.StashKey["AgentbenchSession"]()
 
@@ -68,6 +70,8 @@ class AgentbenchSession:
         # Suite items whose run failed before it wrote a result (setup error, crash), by node id.
         self.unrecorded: dict[str, Unrecorded] = {}
         self.started_at = _now()
+        # Whether a suite's item ran (its reports carry the suite): only then is the seed kept for a rerun.
+        self.ran_suites = False
         self.baseline_session: SessionResult | None = None
         if self.options.compare_path is not None:
             try:
@@ -87,8 +91,22 @@ class AgentbenchSession:
         return dry_run_text(suite, options=self.options, profile=self.profile, environ=current_environ())
 
     @pytest.hookimpl
+    def pytest_report_header(self, config: pytest.Config) -> list[str]:
+        # Saved runs carry their own seeds; a session naming no suite draws no instance.
+        norecurse = tuple(config.getini("norecursedirs") or ())
+        if self.options.from_results or not names_suites(named_paths(config), self.options.suite_dirs, norecurse):
+            return []
+        return [resolve(config).header_line()]
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        # pytest-xdist: every worker draws the controller's instances, so their items agree.
+        node.workerinput[WORKER_KEY] = self.options.seed
+
+    @pytest.hookimpl
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         properties = dict(report.user_properties)
+        self.ran_suites = self.ran_suites or SUITE_PROPERTY in properties
         if report.failed and report.when in ("setup", "call") and SUITE_PROPERTY in properties and RESULT_PROPERTY not in properties:
             # No result document: the statistics count it as incomplete rather than lose it.
             self.unrecorded[report.nodeid] = Unrecorded(
@@ -115,13 +133,15 @@ class AgentbenchSession:
         """This session against the `--agentbench-compare` document, or None."""
         if self.baseline_session is None or self.options.compare_path is None:
             return None
-        return compare_with(self.baseline_session, self.results, list(self.unrecorded.values()), path=self.options.compare_path)
+        return compare_with(self.baseline_session, self.results, list(self.unrecorded.values()), path=self.options.compare_path,
+                            seed=self.options.seed)
 
     def session_result(self) -> SessionResult:
         """This session as `--agentbench-json` writes it: every run, the runs without a result, statistics, the comparison."""
         comparison = self.comparison()
         return SessionResult.of(
             self.results, started_at=self.started_at, finished_at=_now(), seed=self.options.seed,
+            seed_source=resolve(self.config).source,
             repeat=self.options.repeat, statistics=statistics_block(self.statistics()),
             unrecorded=tuple(run.to_json() for run in self.unrecorded.values()),
             comparison=comparison_block(comparison) if comparison is not None else None,
@@ -137,6 +157,8 @@ class AgentbenchSession:
         # tryfirst: the suite-level JUnit properties must be in place before junitxml writes its file.
         if hasattr(self.config, "workerinput"):
             return
+        if self.ran_suites:
+            remember(self.config, self.options.seed)
         # An incomplete run is reported as xfail, yet the seed's harness exits 1 for it.
         if exitstatus == 0 and any(result.status != "passed" for result in self.results):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -342,6 +342,10 @@ class SessionResult:
     started_at: str | None = None
     finished_at: str | None = None
     seed: int | None = None
+    #: Where the seed came from: `given` (--agentbench-seed), `drawn` (fresh and secret), `last`
+    #: (the last session's, for a rerun such as --lf), `baseline` (the --agentbench-compare
+    #: document's); None in documents written before it was kept.
+    seed_source: str | None = None
     repeat: int | None = None
     unrecorded: tuple[Mapping[str, Any], ...] = ()
     statistics: Mapping[str, Any] | None = None
@@ -367,6 +371,7 @@ class SessionResult:
             "startedAt": self.started_at,
             "finishedAt": self.finished_at,
             "seed": self.seed,
+            "seedSource": self.seed_source,
             "repeat": self.repeat,
             "counts": self.counts(),
             "timing": _plain(dict(self.timing or {})),
@@ -389,6 +394,7 @@ class SessionResult:
             started_at=data.get("startedAt"),
             finished_at=data.get("finishedAt"),
             seed=data.get("seed"),
+            seed_source=data.get("seedSource"),
             repeat=data.get("repeat"),
             unrecorded=tuple(_plain(dict(run)) for run in data.get("unrecorded") or () if isinstance(run, Mapping)),
             statistics=_plain(data.get("statistics")),

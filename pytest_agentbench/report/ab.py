@@ -4,7 +4,10 @@ Per suite and overall: both pass rates with their intervals, the difference with
 McNemar's exact test when both sides ran the same seeded instances (Fisher's otherwise), the
 median metric deltas, the plain verdict ("no detectable difference at this N" with the smallest
 difference the run counts could detect), and the fingerprint flags of `baseline.compare` for
-every way the two sides' setups differ. docs/statistics.md says how to read it.
+every way the two sides' setups differ. Runs pair by the values their instances drew
+(`pairing_keys`), so sessions on one seed pair run for run, and sessions on different seeds pair
+only where every instance coincides; the section says when the seeds differ. docs/statistics.md
+says how to read it.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +26,7 @@ from pytest_agentbench.report.stats import (
     DEFAULT_LEVEL,
     FLOORED,
     Comparison,
+    RunOutcome,
     SessionComparison,
     comparison_lines,
     compare_sessions,
@@ -77,13 +81,46 @@ def fingerprint_flags(a: Sequence[RunResult], b: Sequence[RunResult]) -> tuple[C
     return tuple(flags.values())
 
 
+_INSTANCE_ID = re.compile(r"^r(\d+)-(.+)$")
+
+
+def pairing_keys(instances: Sequence[str | None]) -> list[str | None]:
+    """One suite's instance ids (`r3-42-Bob`) -> the keys its runs pair by: the values the id names and which run of them it is (`42-Bob#1`).
+
+    A pair is two runs of the same task, whichever repeat drew it: the k-th run (by repeat) of some
+    values on one side pairs with the k-th run of the same values on the other. Two sessions on
+    one seed pair run for run, as their ids do; sessions on different seeds pair where their
+    instances coincide. An id without values (`r3`, a suite without params) or no id gives None.
+    """
+    parsed = [_INSTANCE_ID.match(instance) if instance else None for instance in instances]
+    order = sorted((index for index, match in enumerate(parsed) if match), key=lambda i: (parsed[i][2], int(parsed[i][1])))
+    keys: list[str | None] = [None] * len(instances)
+    seen: dict[str, int] = {}
+    for index in order:
+        values = parsed[index][2]
+        seen[values] = seen.get(values, 0) + 1
+        keys[index] = f"{values}#{seen[values]}"
+    return keys
+
+
+def _paired_by_values(by_suite: Mapping[str, Sequence[RunOutcome]]) -> dict[str, list[RunOutcome]]:
+    return {suite: [replace(outcome, instance=key) for outcome, key in zip(outcomes, pairing_keys([o.instance for o in outcomes]))]
+            for suite, outcomes in by_suite.items()}
+
+
 @dataclass(frozen=True)
 class ABReport:
-    """The comparison of this session with an earlier one, with the flags per suite."""
+    """The comparison of this session with an earlier one, with the flags per suite and both sessions' seeds."""
 
     path: Path
     comparison: SessionComparison
     flags: Mapping[str, tuple[ComparabilityFlag, ...]]
+    #: The seeds of the baseline and of this session (None: not recorded).
+    seeds: tuple[int | None, int | None] = (None, None)
+
+    def seed_line(self) -> str | None:
+        """The line saying the sessions ran different seeds (see `seed_line`); None when they did not."""
+        return seed_line(*self.seeds)
 
     @property
     def overall_flags(self) -> dict[str, int]:
@@ -95,6 +132,14 @@ class ABReport:
         return kinds
 
 
+def seed_line(baseline: int | None, this: int | None) -> str | None:
+    """The line saying two sessions drew different instances, and how to run the baseline's; None for one seed (or an unknown one)."""
+    if baseline is None or this is None or baseline == this:
+        return None
+    return (f"seeds differ (baseline {baseline}, this run {this}): a suite's runs pair only where they drew the same "
+            f"values, else it is compared unpaired; --agentbench-seed {baseline} runs the baseline's instances")
+
+
 def compare_with(
     baseline: SessionResult,
     results: Sequence[RunResult],
@@ -102,6 +147,7 @@ def compare_with(
     *,
     path: Path,
     level: float = DEFAULT_LEVEL,
+    seed: int | None = None,
 ) -> ABReport:
     """Compare this session's runs (B) with an earlier session document (A).
 
@@ -111,21 +157,23 @@ def compare_with(
         unrecorded: This session's runs without a result (incomplete).
         path: Where the earlier document came from, for the text.
         level: Confidence level.
+        seed: This session's seed, for the line that says the two seeds differ.
 
     Returns:
-        The ABReport; runs pair up by instance id only where both sides ran the same seeded instances.
+        The ABReport; a suite's runs pair up (by `pairing_keys`) only where both sides ran the same seeded instances.
     """
     runs_a = list(baseline.runs)
     unrecorded_a = [Unrecorded.from_json(entry) for entry in baseline.unrecorded]
     comparison = compare_sessions(
-        outcomes_by_suite(runs_a, unrecorded_a), outcomes_by_suite(results, unrecorded), level=level, names=NAMES
+        _paired_by_values(outcomes_by_suite(runs_a, unrecorded_a)), _paired_by_values(outcomes_by_suite(results, unrecorded)),
+        level=level, names=NAMES,
     )
     flags = {
         suite.suite: fingerprint_flags([r for r in runs_a if r.suite == suite.suite], [r for r in results if r.suite == suite.suite])
         for suite in comparison.suites
         if suite.suite is not None
     }
-    return ABReport(Path(path), comparison, flags)
+    return ABReport(Path(path), comparison, flags, (baseline.seed, seed))
 
 
 def _block(comparison: Comparison, flags: Sequence[ComparabilityFlag], width: int) -> list[str]:
@@ -169,6 +217,8 @@ def render_comparison(report: ABReport, *, width: int = 80, verbose: bool = True
     """
     comparison = report.comparison
     lines = [fit(f"baseline = {report.path}; this run = this session", width)]
+    if report.seed_line():
+        lines.append(fit(str(report.seed_line()), width))
     for suite in comparison.suites:
         if verbose:
             lines.append("")
@@ -232,6 +282,7 @@ def comparison_block(report: ABReport) -> dict[str, Any]:
     interval = comparison.mean_difference_interval
     return {
         "baseline": str(report.path),
+        "seeds": {"baseline": report.seeds[0], "thisRun": report.seeds[1]},
         "suites": {
             str(suite.suite): {
                 **_comparison_json(suite),

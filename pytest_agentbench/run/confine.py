@@ -75,7 +75,8 @@ class AgentConfinement:
 
     def __init__(self, mode: SandboxMode, argv: Sequence[str], env: Mapping[str, str], *, workdir: Path, agent_command: str,
                  run_dir: Path, output_root: Path, project_root: Path, suite_file: Path,
-                 relay_socket_dir: Path | None = None, bridge_log: Path | None = None) -> None:
+                 relay_socket_dir: Path | None = None, bridge_log: Path | None = None,
+                 private: Sequence[Path] = ()) -> None:
         self.mode = mode
         self.argv = list(argv)
         self.env = dict(env)
@@ -87,6 +88,7 @@ class AgentConfinement:
         self.policy = build_policy(
             workdir=workdir, agent_command=agent_command, environ=env, run_dir=run_dir, output_root=output_root,
             project_root=project_root, suite_file=suite_file, extra_binds=[relay_socket_dir] if relay_socket_dir else [],
+            private=private,
         )
         self._inner = bwrap.Confinement(self.policy, argv, env, bridge_log=bridge_log)
 

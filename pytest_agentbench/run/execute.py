@@ -267,6 +267,7 @@ def confine_run(invocation: Invocation, *, options: InvocationOptions, suite: Su
         mode, invocation.argv, invocation.env, workdir=invocation.workdir, agent_command=options.claude,
         run_dir=run_dir, output_root=getattr(options, "output", run_dir.parent.parent), project_root=project_root,
         suite_file=Path(suite.path), relay_socket_dir=invocation.relay_socket_dir, bridge_log=bridge_log,
+        private=getattr(options, "private_paths", ()),
     )
 
 

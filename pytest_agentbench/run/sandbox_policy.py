@@ -165,6 +165,7 @@ def build_policy(
     extra_binds: Sequence[Path] = (),
     package_root: Path | None = None,
     interpreter_prefixes: Sequence[str] | None = None,
+    private: Sequence[Path] = (),
 ) -> SandboxPolicy:
     """The sandbox policy of one run.
 
@@ -179,6 +180,9 @@ def build_policy(
         extra_binds: Directories bound read-write for the agent (the relay's socket directory).
         package_root: This package's directory (default: the installed one).
         interpreter_prefixes: The venv and base interpreter prefixes (default: sys's).
+        private: More files and directories to hide: what records a session's seed outside the
+            project (the pytest cache, earlier session documents, reports), so a reused seed
+            stays unread.
     """
     kind = agent_kind(agent_command)
     endpoints, notes = model_endpoints(kind, environ)
@@ -186,7 +190,7 @@ def build_policy(
     remote = tuple(endpoint for endpoint in endpoints if not is_loopback(endpoint.host))
 
     suite_dir = Path(suite_file).absolute().parent
-    hidden = [*ALWAYS_HIDDEN, run_dir, output_root, project_root, suite_dir, suite_dir.parent / "plans"]
+    hidden = [*ALWAYS_HIDDEN, run_dir, output_root, project_root, suite_dir, suite_dir.parent / "plans", *private]
     home = environ.get("HOME")
     if home:
         hidden += [Path(home) / name for name in HOME_HIDDEN]

@@ -4,8 +4,13 @@ Each param is a typed generator: ``choice`` (one of a list), ``integer`` (min..m
 ``word`` (from WORDS, a fixed built-in list) or ``code`` (an alphabet and a length, or a
 pattern). Values come from SHA-256 of the seed, the suite name, the repeat index and the param
 name, never from Python's ``hash()`` or ``random``, so instance r3 of a suite has the same values
-on every machine and Python version. DERIVATION names this recipe; changing the recipe or WORDS
-changes every instance, so both are pinned by tests.
+on every machine and Python version. Repeats are drawn without replacement: r2 is redrawn while
+it would repeat r1, until every instance of the suite's space has run once (`instance_space`).
+DERIVATION names this recipe; changing the recipe or WORDS changes every instance, so both are
+pinned by tests.
+
+The seed is the secret: a session draws a fresh one (`draw_seed`) unless it is given, so a value
+the prompt hides cannot be computed by anyone who knows the suite and this package.
 """
 
 from __future__ import annotations
@@ -14,7 +19,9 @@ import copy
 import difflib
 import hashlib
 import json
+import math
 import re
+import secrets
 import string
 import unicodedata
 from collections.abc import Iterator, Mapping
@@ -25,9 +32,16 @@ from jsonschema import Draft202012Validator
 
 from pytest_agentbench.suite.schema import schema_problems
 
-# The seed used when --agentbench-seed is not given; recorded with every run like any other seed.
+# The seed of a Suite instantiated outside a session (tests, library calls). A session never uses
+# it unless told to: without --agentbench-seed it draws a secret one (draw_seed).
 DEFAULT_SEED = 0
-DERIVATION = "agentbench-params-v1"
+# v2 = v1's streams, each repeat redrawn (an attempt number added to its key) while it would repeat
+# an earlier instance of its cycle. A repeat that needs no redraw keeps v1's values.
+DERIVATION = "agentbench-params-v2"
+_STREAM_PREFIX = "agentbench-params-v1"
+# Bits of a drawn session seed: too many to try one by one (2**53 SHA-256 streams), and every
+# drawn seed stays exact in JSON readers that hold numbers as doubles (JavaScript, jq 1.6).
+SEED_BITS = 53
 
 # The run-time placeholders (suite.PLACEHOLDERS, filled when a run starts): params may not take
 # these names, and fill() leaves them in place. A test keeps the two lists equal.
@@ -330,6 +344,11 @@ def parse_seed(text: str) -> int:
     return int(stripped)
 
 
+def draw_seed() -> int:
+    """A fresh session seed from the operating system's secure source: SEED_BITS random bits, never guessable."""
+    return secrets.randbits(SEED_BITS)
+
+
 def _check_instance(seed: int, suite: str, repeat: int) -> None:
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed: expected a non-negative integer, got {seed!r}")
@@ -363,10 +382,83 @@ class _Stream:
                 return draw % bound
 
 
-def _stream(seed: int, suite: str, repeat: int, name: str) -> _Stream:
+def _stream(seed: int, suite: str, repeat: int, name: str, attempt: int = 0) -> _Stream:
     # NUL separators: no suite or param name contains one, so ("a", "bc") and ("ab", "c") differ.
-    key = "\0".join((DERIVATION, str(seed), suite, str(repeat), name)).encode("utf-8")
-    return _Stream(key)
+    parts = (_STREAM_PREFIX, str(seed), suite, str(repeat), name, *((str(attempt),) if attempt else ()))
+    return _Stream("\0".join(parts).encode("utf-8"))
+
+
+def _spec_size(spec: Mapping[str, Any]) -> int:
+    kind = spec["type"]
+    if kind == "choice":
+        return len(spec["values"])
+    if kind == "integer":
+        return spec["max"] - spec["min"] + 1
+    if kind == "word":
+        return len(WORDS)
+    if "pattern" in spec:
+        return math.prod(len(slot) for slot in _pattern_slots(spec["pattern"]) or [])
+    return len(spec["alphabet"]) ** spec["length"]
+
+
+def instance_space(declaration: Mapping[str, Any] | None) -> int:
+    """How many distinct instances a valid declaration can draw: the product of its params' sizes (1 without params).
+
+    Choices, alphabets and WORDS hold each value once (the rules check it), so every combination
+    of draws is a different instance.
+    """
+    return math.prod(_spec_size(spec) for spec in (declaration or {}).values())
+
+
+def _canonical(draw: Any) -> str:
+    return json.dumps(draw, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+@dataclass
+class _Series:
+    """One (declaration, seed, suite)'s draws so far, r1 first, and which of them the current cycle holds."""
+
+    space: int
+    draws: list[tuple[Any, ...]] = field(default_factory=list)
+    cycle: set[str] = field(default_factory=set)
+
+
+# Draws are computed once per (declaration, seed, suite) and extended as later repeats are asked
+# for, so N repeats cost N draws, not N**2. Bounded: a process that instantiates many suites
+# (the project's own tests) starts over rather than grow.
+_SERIES: dict[tuple[str, int, str], _Series] = {}
+_SERIES_LIMIT = 512
+
+
+def _draws(declaration: Mapping[str, Any], seed: int, suite: str, repeat: int) -> tuple[Any, ...]:
+    """The raw draws (one per param, a record choice's record whole) of instance r`repeat`.
+
+    Without replacement: within each cycle of `instance_space` repeats (r1..rS, then rS+1..r2S,
+    ...) no two repeats draw the same combination; a repeat that would is redrawn from the next
+    attempt's streams. r3 depends on r1 and r2 only, never on how many repeats a session runs.
+    """
+    # Declaration order matters (a draw lists the params in it), so the key keeps it.
+    key = (json.dumps(declaration, ensure_ascii=False, default=str), seed, suite)
+    series = _SERIES.get(key)
+    if series is None:
+        if len(_SERIES) >= _SERIES_LIMIT:
+            _SERIES.clear()
+        series = _SERIES[key] = _Series(instance_space(declaration))
+    while len(series.draws) < repeat:
+        index = len(series.draws) + 1
+        if (index - 1) % series.space == 0:
+            series.cycle = set()
+        attempt = 0
+        while True:
+            draw = tuple(_generate(spec, _stream(seed, suite, index, name, attempt)) for name, spec in declaration.items())
+            canonical = _canonical(draw)
+            # The cycle holds fewer than `space` combinations, so a free one exists and is found.
+            if canonical not in series.cycle:
+                break
+            attempt += 1
+        series.cycle.add(canonical)
+        series.draws.append(draw)
+    return series.draws[repeat - 1]
 
 
 def _generate(spec: Mapping[str, Any], stream: _Stream) -> str | int:
@@ -390,11 +482,12 @@ def instance_values(declaration: Mapping[str, Any] | None, *, seed: int, suite: 
     """The values of one seeded instance, in declaration order.
 
     Each param draws from its own stream (seed, suite, repeat, param name), so adding or removing
-    a param leaves the others' values unchanged.
+    a param leaves the others' values unchanged (unless a repeat had to be redrawn: see `_draws`).
+    Repeats are distinct instances until the declaration's space is used up (`instance_space`).
 
     Args:
         declaration: The suite's ``params`` mapping (``None`` or empty: no values).
-        seed: The session seed (DEFAULT_SEED unless --agentbench-seed was given).
+        seed: The session seed (`--agentbench-seed`, else drawn for the session by `draw_seed`).
         suite: The suite name.
         repeat: The repeat index, 1 for ``r1``.
 
@@ -413,8 +506,7 @@ def instance_values(declaration: Mapping[str, Any] | None, *, seed: int, suite: 
         raise ValueError("params: invalid declaration: " + "; ".join(problems))
     drawn: dict[str, str | int] = {}
     records: dict[str, str | int] = {}
-    for name, spec in declaration.items():
-        value = _generate(spec, _stream(seed, suite, repeat, name))
+    for name, value in zip(declaration, _draws(declaration, seed, suite, repeat)):
         # A record choice draws its fields together (a city and its id): each field is a value.
         (records if isinstance(value, Mapping) else drawn).update(value if isinstance(value, Mapping) else {name: value})
     # A record's field may name another param (`first: "{pinNumber}"`: which drawn number comes

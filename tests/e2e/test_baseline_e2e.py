@@ -75,9 +75,12 @@ def bench_env(port: int, **extra: str) -> dict[str, str]:
 def run_bench(root: Path, *args: str, device: str, port: int, env: dict[str, str] | None = None) -> BenchRun:
     """`pytest ARGS --device DEVICE --claude agentbench-replay` in root, with output and JSON in root/out."""
     json_path = root / f"session-{len(list(root.glob('session-*.json')))}.json"
+    # One seed for every session: a baseline and the run compared with it are the same instance
+    # (bug-repro's tap count is drawn), so the replay agent's counts repeat exactly.
     argv = [
         sys.executable, "-m", "pytest", *args, "--device", device, "--claude", "agentbench-replay",
         "--agentbench-output", str(root / "out"), "--agentbench-json", str(json_path), "-p", "no:cacheprovider",
+        "--agentbench-seed", "0",
     ]
     done = run_in_own_group(argv, cwd=root, env=env or bench_env(port), timeout_s=SESSION_TIMEOUT_S)
     document = json.loads(json_path.read_text(encoding="utf-8")) if json_path.exists() else {}

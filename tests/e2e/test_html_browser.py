@@ -307,7 +307,8 @@ def test_the_session_table_carries_each_runs_instance_repeat_and_run_id(committe
     assert all(re.fullmatch(r"r1(-[^ ]+)?", run["instance"]) and run["repeat"] == "1" for run in committed.dom["runs"])
     # A seeded run is named by its drawn values and seed too (issue 23); a suite without params is not.
     values = {row["suite"]: row["values"] for row in table}
-    assert re.fullmatch(r"\[taps=\d\] seed 0, r1", values["bug-repro"]) and values["wifi-on"] in ("", None), values
+    # The session drew its seed (none was given): the page names it, for `--agentbench-seed` to rerun.
+    assert re.fullmatch(r"\[taps=\d\] seed \d+, r1", values["bug-repro"]) and values["wifi-on"] in ("", None), values
     assert {run["suite"]: run["values"] for run in committed.dom["runs"]} == values
 
 

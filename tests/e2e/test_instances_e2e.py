@@ -31,8 +31,10 @@ def session(lab, tmp: Path, *args: str):
     junit = tmp / "junit.xml"
     env = session_env(server.port, tmp / "claims", COLUMNS="200")
     # Three instances of every suite, proven, is some 300 items: longer than one ordinary session.
+    # Seed 0 named, so each CI run proves the same instances (a session without it draws its own).
     done = run_in_own_group(pytest_argv("benchmark/", "--device", fleet.serials[0], "--agentbench-output", str(tmp / "out"),
-                                        f"--junitxml={junit}", "-rA", "--agentbench-repeat", str(REPEATS), *args),
+                                        f"--junitxml={junit}", "-rA", "--agentbench-repeat", str(REPEATS), "--agentbench-seed", "0",
+                                        *args),
                             cwd=REPO, env=env, timeout_s=SESSION_TIMEOUT_S)
     assert junit.exists(), done.stdout[-3000:] + done.stderr[-3000:]
     return done, junit_cases(junit)

@@ -96,8 +96,10 @@ def session(lab, project: Path, tmp: Path, *args: str):
     tmp.mkdir(parents=True, exist_ok=True)
     junit = tmp / "junit.xml"
     env = session_env(server.port, tmp / "claims", COLUMNS="200")
+    # Seed 0 unless the test names another (a later --agentbench-seed wins): the scripted agents
+    # here know their instance's values (`drawn`), as no real agent can.
     done = run_session(project, ["benchmark/", "--device", fleet.serials[0], "--agentbench-output", str(tmp / "out"),
-                                 f"--junitxml={junit}", "-rA", *args], env, timeout_s=SESSION_TIMEOUT_S)
+                                 f"--junitxml={junit}", "-rA", "--agentbench-seed", "0", *args], env, timeout_s=SESSION_TIMEOUT_S)
     assert junit.exists(), done.stdout[-3000:] + done.stderr[-3000:]
     return done, {without_instance(name): case for name, case in junit_cases(junit).items()}
 

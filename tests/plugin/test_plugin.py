@@ -160,7 +160,7 @@ def test_repeats_are_items_named_by_instance(pytester: pytest.Pytester) -> None:
     # -k still selects a suite's runs by its name.
     selected = pytester.runpytest("benchmark/", "--collect-only", "-q", "-k", "bug_repro", "--agentbench-repeat", "2")
     assert [line for line in selected.stdout.lines if "::" in line] == [f"benchmark/agent/suites/bug-repro.yml::bug-repro[r{r}]" for r in (1, 2)]
-    items, _ = pytester.inline_genitems("benchmark/", "--agentbench-repeat", "2")
+    items, _ = pytester.inline_genitems("benchmark/", "--agentbench-repeat", "2", "--agentbench-seed", "0")
     assert items[0].user_properties == [("agentbench_suite", "bug-repro"), ("agentbench_instance", "r1"), ("agentbench_seed", "0")]
 
 

@@ -11,7 +11,14 @@ from typing import Any
 import pytest
 import scipy.stats
 
-from pytest_agentbench.report.ab import compare_with, comparison_block, fingerprint_flags, load_session_document, render_comparison
+from pytest_agentbench.report.ab import (
+    compare_with,
+    comparison_block,
+    fingerprint_flags,
+    load_session_document,
+    pairing_keys,
+    render_comparison,
+)
 from pytest_agentbench.report.aggregate import (
     Unrecorded,
     junit_properties,
@@ -175,6 +182,55 @@ def test_different_seeds_are_independent_and_use_fisher(tmp_path: Path) -> None:
     (suite,) = compare_with(load_session_document(path), _runs(other_seed), path=path).comparison.suites
     assert suite.design == "independent" and suite.test == "fisher-exact"
     assert suite.p_value == pytest.approx(scipy.stats.fisher_exact([[7, 3], [2, 8]]).pvalue, rel=1e-12)
+
+
+def test_pairing_keys_name_the_values_and_which_run_of_them_it_is() -> None:
+    # r1 and r4 drew the same values (a space of three, past its end): the first and second run of them.
+    assert pairing_keys(["r1-Pro", "r2-Team", "r4-Pro", "r3-Basic", "r3", None]) == [
+        "Pro#1", "Team#1", "Pro#2", "Basic#1", None, None]
+    # The order of the runs does not matter (xdist finishes them in any order): the repeat does.
+    assert pairing_keys(["r4-Pro", "r1-Pro"]) == ["Pro#2", "Pro#1"]
+    assert pairing_keys(["r12-1f2e3d4c", "r2-1f2e3d4c"]) == ["1f2e3d4c#2", "1f2e3d4c#1"]
+
+
+def plans(runs: list[dict[str, Any]], order: list[str]) -> list[dict[str, Any]]:
+    """The runs as instances of a three-plan suite: repeat r drew order[r - 1]."""
+    for run in runs:
+        plan = order[(run["instance"]["repeat"] - 1) % len(order)]
+        run["instance"].update(values={"plan": plan}, id=f"r{run['instance']['repeat']}-{plan}")
+    return runs
+
+
+def test_different_seeds_that_drew_the_same_instances_pair_up(tmp_path: Path) -> None:
+    # Two seeds, each covering the three plans in another order: every run has its partner.
+    path = tmp_path / "a.json"
+    baseline = plans([result("ux", "passed" if r == 1 else "failed", r) for r in range(1, 4)], ["Pro", "Team", "Basic"])
+    path.write_text(json.dumps(SessionResult.of(_runs(baseline), seed=5, repeat=3).to_json()), encoding="utf-8")
+    this = plans([result("ux", "passed" if r == 3 else "failed", r) for r in range(1, 4)], ["Team", "Basic", "Pro"])
+    report = compare_with(load_session_document(path), _runs(this), path=path, seed=9)
+    (suite,) = report.comparison.suites
+    # r1 of the baseline (Pro, passed) pairs with r3 of this run (Pro, passed): both passed.
+    assert suite.design == "paired" and (suite.pairs.both, suite.pairs.neither, suite.pairs.pairs) == (1, 2, 3)
+    text = flat(render_comparison(report, width=100))
+    assert ("seeds differ (baseline 5, this run 9): a suite's runs pair only where they drew the same values, else it is "
+            "compared unpaired; --agentbench-seed 5 runs the baseline's instances") in text
+    assert comparison_block(report)["seeds"] == {"baseline": 5, "thisRun": 9}
+
+
+def test_different_seeds_that_drew_other_instances_are_compared_unpaired_and_say_so(tmp_path: Path) -> None:
+    path = tmp_path / "a.json"
+    path.write_text(json.dumps(SessionResult.of(_runs(seven_of_ten()), seed=5, repeat=12).to_json()), encoding="utf-8")
+    other = seven_of_ten(passes={1, 2})
+    for run in other[:5]:  # half of this session's instances coincide with the baseline's, half do not
+        run["instance"]["values"] = {"n": run["instance"]["repeat"] * 13}
+        run["instance"]["id"] = f"r{run['instance']['repeat']}-{run['instance']['values']['n']}"
+    report = compare_with(load_session_document(path), _runs(other), path=path, seed=9)
+    (suite,) = report.comparison.suites
+    assert suite.design == "independent" and suite.test == "fisher-exact"
+    assert "seeds differ (baseline 5, this run 9)" in flat(render_comparison(report, width=100))
+    # One seed on both sides: nothing to say.
+    same = compare_with(load_session_document(path), _runs(seven_of_ten(passes={1, 2})), path=path, seed=5)
+    assert same.comparison.suites[0].design == "paired" and "seeds differ" not in flat(render_comparison(same, width=100))
 
 
 def test_no_detectable_difference_is_said_plainly(tmp_path: Path) -> None:

@@ -308,6 +308,20 @@ def test_the_sessions_statistics_and_comparison_are_shown_when_the_document_has_
     assert 'id="statistics-table"' not in bare and 'id="comparison-table"' not in bare and 'id="pass-rate-chart"' in bare
 
 
+def test_the_header_names_the_sessions_seed_and_an_ab_on_other_seeds_says_so(tmp_path: Path) -> None:
+    run_dir = _run_dir(tmp_path, _events(("observe", {}, "ok", False)))
+    seeds = {**COMPARISON, "seeds": {"baseline": 5, "thisRun": 3052896466947}}
+    page = _dom(write_html_report({"runs": [_result(run_dir)], "seed": 3052896466947, "seedSource": "drawn", "comparison": seeds},
+                                  tmp_path / "a.html", environ={}))
+    assert ('<span id="session-seed">seed 3052896466947 (drawn for the session): <code>--agentbench-seed 3052896466947</code> '
+            "reruns these instances</span>") in page
+    assert ('<p class="note" id="comparison-seeds">seeds differ (baseline 5, this run 3052896466947): a suite\'s runs pair only '
+            "where they drew the same values") in page.replace("&#39;", "\'")
+    same = _dom(write_html_report({"runs": [_result(run_dir)], "seed": 5, "comparison": {**seeds, "seeds": {"baseline": 5, "thisRun": 5}}},
+                                  tmp_path / "b.html", environ={}))
+    assert 'id="comparison-seeds"' not in same and "seed 5: <code>--agentbench-seed 5</code>" in same
+
+
 def test_a_run_without_a_transcript_and_a_run_without_a_result_still_render(tmp_path: Path) -> None:
     document = {"runs": [_result(tmp_path / "gone", status="incomplete", checks=[])],
                 "unrecorded": [{"nodeid": "s.yml::s", "suite": "s", "reason": "setup: no device"}]}

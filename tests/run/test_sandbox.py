@@ -227,6 +227,26 @@ def test_confined_python_cannot_read_the_run_dir_or_suites_nor_write_outside_its
 
 
 @needs_bwrap
+def test_a_seed_record_outside_the_project_is_hidden(layout) -> None:
+    # What records a session's seed outside the project (a pytest cache_dir, an earlier session
+    # document at the --agentbench-json path) is hidden like the project: a reused seed stays unread.
+    repo = Path(__file__).resolve().parents[2]
+    record, cache, other = repo / "pyproject.toml", repo / "docs", repo / "README.md"
+    policy = policy_for(layout, private=[record, cache])
+    assert {record, cache} <= set(policy.hide)
+    result, _ = confined_python(policy, f"""
+        import os
+        def read(path):
+            try:
+                return len(open(path).read())
+            except OSError as exc:
+                return exc.strerror
+        print(read({str(record)!r}) in (0, "Permission denied"), os.listdir({str(cache)!r}), read({str(other)!r}) > 0)
+    """)
+    assert result.stdout.split() == ["True", "[]", "True"], result.stderr
+
+
+@needs_bwrap
 def test_a_daemon_the_confined_program_leaves_is_gone_when_the_confinement_ends(layout, tmp_path: Path) -> None:
     marker = f"agentbench-daemon-{os.getpid()}"
     result, confined = confined_python(policy_for(layout), f"""

@@ -20,10 +20,13 @@ from pytest_agentbench.suite import params
 from pytest_agentbench.suite.params import (
     DEFAULT_SEED,
     RESERVED,
+    SEED_BITS,
     WORDS,
     Filled,
+    draw_seed,
     fill,
     instance_id,
+    instance_space,
     instance_values,
     params_schema,
     parse_seed,
@@ -48,8 +51,9 @@ DECLARATION = {
 
 
 def test_values_are_pinned_for_the_default_seed():
-    # These literals pin DERIVATION v1 and WORDS: if this test fails, every recorded instance
-    # changed meaning. Bump DERIVATION instead of editing the values.
+    # These literals pin the streams (DERIVATION v1's, which v2 keeps for draws that need no redraw)
+    # and WORDS: if this test fails, every recorded instance changed meaning. Bump DERIVATION instead
+    # of editing the values.
     assert DEFAULT_SEED == 0
     assert [instance_values(DECLARATION, seed=DEFAULT_SEED, suite="contacts", repeat=r) for r in (1, 2, 3)] == [
         {"contact": "Chen", "amount": 17, "word": "island", "code": "XGEPX8", "order": "ORD-5255"},
@@ -79,16 +83,18 @@ print(json.dumps(out))
 
 
 @pytest.mark.parametrize("hash_seed", ["0", "1", "4242", "random"])
-def test_same_seed_gives_the_same_values_in_another_process(hash_seed):
+@pytest.mark.parametrize("declaration", [DECLARATION, {"plan": {"type": "choice", "values": ["Basic", "Pro", "Team"]}}],
+                         ids=["large", "redrawn"])
+def test_same_seed_gives_the_same_values_in_another_process(hash_seed, declaration):
     env = {**os.environ, "PYTHONHASHSEED": hash_seed}
     result = subprocess.run(
-        [sys.executable, "-c", _CHILD, json.dumps(DECLARATION), "20260101"],
+        [sys.executable, "-c", _CHILD, json.dumps(declaration), "20260101"],
         env=env, capture_output=True, text=True, timeout=60, check=True,
     )
     here = [
         [values, instance_id(repeat, values)]
         for repeat in (1, 2, 3, 10)
-        for values in [instance_values(DECLARATION, seed=20260101, suite="contacts", repeat=repeat)]
+        for values in [instance_values(declaration, seed=20260101, suite="contacts", repeat=repeat)]
     ]
     assert json.loads(result.stdout) == here
 
@@ -115,6 +121,68 @@ def test_each_param_has_its_own_stream():
     reordered = instance_values(dict(reversed(DECLARATION.items())), seed=3, suite="s", repeat=4)
     assert fewer == {"order": base["order"], "contact": base["contact"]}
     assert reordered == base and list(reordered) == list(reversed(DECLARATION))
+
+
+# ---------------------------------------------------------------------------------------------
+# The session seed and distinct repeats (issue 28 D)
+
+
+def test_a_drawn_seed_is_fresh_secret_and_exact_in_json():
+    seeds = [draw_seed() for _ in range(32)]
+    assert len(set(seeds)) == 32 and all(0 <= seed < 2**SEED_BITS for seed in seeds)
+    # 53 bits: too many seeds to try (2**53 SHA-256 streams), and every one a double holds exactly.
+    assert SEED_BITS == 53 and max(seed.bit_length() for seed in seeds) > 40
+    assert all(json.loads(json.dumps(float(seed))) == seed for seed in seeds)
+
+
+def test_draw_seed_reads_the_operating_systems_secure_source(monkeypatch):
+    # Not `random`, whose state a process could predict or share: `secrets`, the OS's source.
+    asked = []
+    monkeypatch.setattr("secrets.randbits", lambda bits: asked.append(bits) or 12345)
+    assert draw_seed() == 12345 and asked == [SEED_BITS]
+
+
+SMALL = {"plan": {"type": "choice", "values": ["Basic", "Pro", "Team"]}}
+HOLDERS = {"holder": {"type": "choice", "values": [{"holder": f"app.{n}", "job": n} for n in range(5)]}}
+
+
+@pytest.mark.parametrize(
+    ("declaration", "space"),
+    [(None, 1), (SMALL, 3), (HOLDERS, 5), ({"n": {"type": "integer", "min": -2, "max": 7}}, 10),
+     ({"w": {"type": "word", "case": "upper"}}, 236), ({"c": {"type": "code", "alphabet": "AB", "length": 5}}, 32),
+     ({"c": {"type": "code", "pattern": "ORD-#@\\#"}}, 260), ({**SMALL, "n": {"type": "integer", "min": 1, "max": 2}}, 6)],
+    ids=["none", "choice", "records", "integer", "word", "alphabet", "pattern", "product"],
+)
+def test_instance_space_counts_every_distinct_draw(declaration, space):
+    assert instance_space(declaration) == space
+
+
+@pytest.mark.parametrize("declaration", [SMALL, HOLDERS, {**SMALL, "n": {"type": "integer", "min": 1, "max": 2}}],
+                         ids=["three", "five-records", "six"])
+@pytest.mark.parametrize("seed", [0, 1, 7, 2**52 + 3])
+def test_repeats_cover_the_space_before_any_instance_comes_again(declaration, seed):
+    space = instance_space(declaration)
+    runs = [json.dumps(instance_values(declaration, seed=seed, suite="s", repeat=r), sort_keys=True) for r in range(1, 3 * space + 1)]
+    # Each cycle of `space` repeats (r1..rS, rS+1..r2S, ...) draws every instance once.
+    cycles = [runs[start:start + space] for start in range(0, len(runs), space)]
+    assert all(len(set(cycle)) == space for cycle in cycles)
+    assert all(set(cycle) == set(cycles[0]) for cycle in cycles)
+
+
+def test_a_repeat_does_not_depend_on_how_many_repeats_run():
+    far = [instance_values(SMALL, seed=5, suite="s", repeat=r) for r in range(1, 10)]
+    params._SERIES.clear()
+    assert instance_values(SMALL, seed=5, suite="s", repeat=3) == far[2]
+    params._SERIES.clear()
+    assert [instance_values(SMALL, seed=5, suite="s", repeat=r) for r in (9, 1)] == [far[8], far[0]]
+
+
+def test_redraws_are_pinned_and_r1_keeps_its_v1_values():
+    # These literals pin DERIVATION v2's redraws: seed 0's ux-flow drew Pro, Team, Pro (v1) and now
+    # draws Pro, Team, Basic: r1 and r2 are v1's, r3 is redrawn from its next attempt.
+    assert params.DERIVATION == "agentbench-params-v2"
+    assert [instance_values(SMALL, seed=0, suite="ux-flow", repeat=r)["plan"] for r in range(1, 7)] == [
+        "Pro", "Team", "Basic", "Basic", "Team", "Pro"]
 
 
 def test_no_params_means_no_values():

@@ -16,6 +16,7 @@ from typing import Any
 
 from pytest_agentbench import __version__
 from pytest_agentbench.records import RunResult, SessionResult
+from pytest_agentbench.report.ab import seed_line
 from pytest_agentbench.report.aggregate import Unrecorded, outcome_of, suite_block
 from pytest_agentbench.report.document import scrub
 from pytest_agentbench.report.html.assets import Assets
@@ -25,6 +26,8 @@ from pytest_agentbench.report.html.templates import render_template
 from pytest_agentbench.report.stats import DEFAULT_LEVEL, RunOutcome, shown_k, suite_stats
 
 #: The session-table columns whose delta against the baseline is shown.
+#: How the page names where a session's seed came from (the session document's `seedSource`).
+SEED_SOURCES = {"drawn": "drawn for the session", "given": "given", "last": "the last session's", "baseline": "the compared session's"}
 DELTA_METRICS = (("toolCalls", "calls"), ("costUsd", "cost"), ("wallClockSeconds", "wall"))
 
 
@@ -128,8 +131,10 @@ def comparison_view(comparison: Mapping[str, Any] | None, level: str) -> dict[st
 
     rows = [row(str(name), entry) for name, entry in (comparison.get("suites") or {}).items()]
     overall = comparison.get("overall")
+    seeds = comparison.get("seeds") or {}
     return {
         "baseline": str(comparison.get("baseline") or ""), "rows": rows,
+        "seed_line": seed_line(seeds.get("baseline"), seeds.get("thisRun")),
         "overall": row("all suites", overall) if overall else None,
         "only_baseline": [str(s) for s in comparison.get("onlyInBaseline") or []],
         "only_this": [str(s) for s in comparison.get("onlyInThisRun") or []],
@@ -218,6 +223,7 @@ def page_values(session: SessionResult, *, assets: Assets, environ: Mapping[str,
         "title": title, "version": __version__,
         "generated_at": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
         "started_at": session.started_at or "", "finished_at": session.finished_at or "",
+        "seed": session.seed, "seed_source": SEED_SOURCES.get(session.seed_source or "", ""),
         "counts": counts, "total": sum(counts.values()),
         "incomplete_agent": sum(1 for run in runs if run.status == "incomplete" and run.verdict.cause == "agent"),
         "identity": session_identity([view["identity"] for view in views]),
