@@ -173,15 +173,16 @@ def other_keys(document: Any, expectation: Expectation) -> list[dict[str, Any]]:
 
 def key_flood(expectation: Expectation, values: Mapping[str, Any], others: list[dict[str, Any]],
               answer: str | None) -> RecordFlood | None:
-    """Other candidate keys under which the rest of the path holds too (`checks.records`)."""
+    """Other candidate keys under which the rest of the path holds, beside the wanted key (`checks.records`)."""
     holding = sorted({str(other["key"]) for other in others if expectation.matcher.judge(other["found"], other["value"], answer=answer)[0]})
     if not holding:
         return None
     entry = values.get(expectation.label) or {"found": False, "value": None}
-    wanted_holds = expectation.matcher.judge(entry["found"], entry["value"], answer=answer)[0]
+    if not expectation.matcher.judge(entry["found"], entry["value"], answer=answer)[0]:
+        return None  # without the wanted key the check fails on its own: a wrong key, not a flood
     index = others[0]["at"]
     label = f"the keys of {path_text(list(split_path(expectation.path)[:index])) or 'the document'} (with {expectation.describe()})"
-    return RecordFlood(label, len(holding) + int(wanted_holds), tuple(holding), "key")
+    return RecordFlood(label, len(holding) + 1, tuple(holding), "key")
 
 
 def _judge(expectation: Expectation, values: Mapping[str, Any], answer: str | None,

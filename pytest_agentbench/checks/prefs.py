@@ -210,15 +210,16 @@ def list_value(items: ListKeys, values: Mapping[str, Any]) -> list[Any] | None:
 
 
 def key_flood(expectation: Expectation, values: Mapping[str, Any], answer: str | None) -> RecordFlood | None:
-    """Other keys the instance could have drawn in place of a drawn key that hold the value too (`checks.records`)."""
+    """Other keys the instance could have drawn in place of a drawn key that hold the value too, beside it (`checks.records`)."""
     if expectation.key_space is None:
         return None
     holding = sorted(key for key in values if key != expectation.key and is_candidate(key, expectation.key, expectation.key_space)
                      and _judge(replace(expectation, key=key, key_space=None), values, answer)[0])
     if not holding:
         return None
-    wanted_holds = _judge(replace(expectation, key_space=None), values, answer)[0]
-    return RecordFlood(f"the file's keys (with {expectation.describe()})", len(holding) + int(wanted_holds), tuple(holding), "key")
+    if not _judge(replace(expectation, key_space=None), values, answer)[0]:
+        return None  # without the wanted key the check fails on its own: a wrong key, not a flood
+    return RecordFlood(f"the file's keys (with {expectation.describe()})", len(holding) + 1, tuple(holding), "key")
 
 
 def _judge(expectation: Expectation, values: Mapping[str, Any], answer: str | None) -> tuple[bool, str | None]:

@@ -5,8 +5,8 @@ code. A flood can also be split over records: 1,000,000 contacts each with one c
 pass every per-field rule, and one of them holds this run's code. So a check whose matcher has a
 random operand (`Matcher.random`) also looks at its *candidate records*, the records where every
 other part of the check holds (the other matchers, the expected row's other cells, the step's other
-fields, the rest of a path), and fails when they hold a *candidate value* other than the wanted
-one: a value the instance could have drawn in its place (`Matcher.space`) or, for a value with a
+fields, the rest of a path), and fails when they hold the wanted value and a *candidate value*
+other than it: a value the instance could have drawn in its place (`Matcher.space`) or, for a value with a
 digit, a value of its shape (`values.shape_pattern`). The same value twice is not another candidate.
 
 Each kind says what its records are and when the rest of the check holds; this module says which
@@ -136,16 +136,19 @@ def flood_over(values: Iterable[Any], matcher: Matcher, wanted: Any, label: str,
         scope: What one record is called, for the sentence.
 
     Returns:
-        None when no candidate record holds a candidate value but the wanted one, else the flood.
+        The flood when the candidate records hold the wanted value and another candidate, in more
+        than one record; None otherwise (without the wanted value the check fails on its own: a
+        wrong value, not a flood; candidates in one field are the per-field rule's, `token_verdict`).
     """
     target = wanted_text(matcher, wanted)
-    holders, others = 0, set()
+    holders, others, seen = 0, set(), False
     for value in values:
         found = candidate_values(matcher, wanted, value)
         if found:
             holders += 1
+            seen = seen or target in found
             others.update(text for text in found if text != target)
-    return RecordFlood(label, holders, tuple(sorted(others)), scope) if others else None
+    return RecordFlood(label, holders, tuple(sorted(others)), scope) if others and seen and holders > 1 else None
 
 
 def first_flood(floods: Iterable[RecordFlood | None]) -> RecordFlood | None:

@@ -73,9 +73,11 @@ def test_records_holding_other_candidates_are_a_flood_that_counts_them() -> None
         ["Pickup 4821"],                              # the one record
         ["Pickup 4821", "Pickup code: 4821"],         # the same value twice is no other candidate
         ["Pickup 4821", "call back at noon", None],   # records without a candidate
+        ["code 1234", "code 5678"],                   # no record holds it: a wrong value, which the check fails on its own
+        ["4821 or 1234", "call back"],                # candidates in one field: the per-field rule's to refuse
         [],
     ],
-    ids=["one", "same-twice", "no-candidates", "none"],
+    ids=["one", "same-twice", "no-candidates", "wrong-values", "one-field", "none"],
 )
 def test_no_flood_without_another_candidate(values: list) -> None:
     assert flood_over(values, Matcher("token", "4821", random=True), "4821", "data1", "new row") is None
