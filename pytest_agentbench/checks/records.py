@@ -5,9 +5,10 @@ code. A flood can also be split over records: 1,000,000 contacts each with one c
 pass every per-field rule, and one of them holds this run's code. So a check whose matcher has a
 random operand (`Matcher.random`) also looks at its *candidate records*, the records where every
 other part of the check holds (the other matchers, the expected row's other cells, the step's other
-fields, the rest of a path), and fails when they hold the wanted value and a *candidate value*
-other than it: a value the instance could have drawn in its place (`Matcher.space`) or, for a value with a
-digit, a value of its shape (`values.shape_pattern`). The same value twice is not another candidate.
+fields, the rest of a path), and fails when more than one of them holds a *candidate value*, the
+wanted one among them and another beside it: a value the instance could have drawn in its place
+(`Matcher.space`) or, for a value with a digit, a value of its shape (`values.shape_pattern`). The
+same value twice is not another candidate; without the wanted value the check fails on its own.
 
 Each kind says what its records are and when the rest of the check holds; this module says which
 values are candidates and words the failure. Nothing here does I/O.
