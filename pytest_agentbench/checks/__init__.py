@@ -50,18 +50,28 @@ class DeviceCheck:
         return self.module.snapshot(self.spec, device)
 
 
-def parse_device_checks(entries: Iterable[Mapping[str, Any]]) -> tuple[DeviceCheck, ...]:
+def parse_device_checks(entries: Iterable[Mapping[str, Any]],
+                        spaces: Sequence[Mapping[str, str]] = ()) -> tuple[DeviceCheck, ...]:
     """Validated `verify.device` entries (the suite stage checked them) -> DeviceChecks.
+
+    Args:
+        entries: The entries, their drawn values filled in.
+        spaces: Per entry, the key path of each string that held a drawn `{param}` -> the values it
+            could have been (`suite.spaces.device_spaces`): those operands are random, and the kinds
+            that look through records count their other candidates (`checks.records`).
 
     Raises:
         ValueError: An entry of an unknown kind (the suite schema refuses it first).
     """
     checks = []
-    for entry in entries:
+    for index, entry in enumerate(entries):
         kind = entry.get("kind")
         if kind not in KINDS:
             raise ValueError(f"unknown device check kind {kind!r}; expected one of {', '.join(KINDS)}")
-        checks.append(DeviceCheck(kind, KINDS[kind].parse(entry)))
+        drawn = spaces[index] if index < len(spaces) else {}
+        module = KINDS[kind]
+        spec = module.parse(entry, drawn) if getattr(module, "SEARCHES_RECORDS", False) else module.parse(entry)
+        checks.append(DeviceCheck(kind, spec))
     return tuple(checks)
 
 

@@ -18,7 +18,10 @@ A matcher's operand may be read from the device: `{token: {fromPrefs: {package, 
 compares with what an app's SharedPreferences hold after the run (a code random per run that the
 agent had to carry into a contact); the file is read in the same batch, as root. Such a value is
 matched whole or as one token (the loader refuses `contains` and `matches`), so a note holding
-every six-digit code fails, saying why before the rows it shows.
+every six-digit code fails, saying why before the rows it shows. A random operand (that, or a
+drawn `{param}`) must also be the only candidate among the rows the check looks at
+(`checks.records`): a million new contacts, each with one code in its note, fail, and the
+loader refuses a drawn value in `where` or `uri`, which would hide the other rows from the check.
 
 Values are compared as the command prints them (text): `equals: 1` matches `1`, NULL is absent.
 """
@@ -44,9 +47,12 @@ from pytest_agentbench.checks.base import (
 )
 from pytest_agentbench.checks.prefs import parse_prefs_xml
 from pytest_agentbench.checks.provider import parse_rows, provider_error, query_read
-from pytest_agentbench.checks.values import Matcher, PrefRef, matcher_problems, parse_matcher
+from pytest_agentbench.checks.records import RecordFlood, first_flood, flood_over
+from pytest_agentbench.checks.values import Matcher, PrefRef, matcher_problems, parse_matcher_at
 
 KIND = "content"
+#: A random operand is also looked for over records (`checks.records`): `parse` takes the spaces of drawn values.
+SEARCHES_RECORDS = True
 USES_BEFORE = True
 #: A match operand may be read from the device (`fromPrefs`); no other kind takes one.
 OPERANDS_FROM_PREFS = True
@@ -93,9 +99,19 @@ def matchers(entry: Mapping[str, Any], where: str) -> list[tuple[str, Any]]:
     return [(f"{where}.match.{column}", raw) for column, raw in (entry.get("match") or {}).items()]
 
 
-def parse(entry: Mapping[str, Any]) -> Spec:
-    """A validated `verify.device` entry -> Spec."""
-    match = tuple((column, parse_matcher(raw)) for column, raw in (entry.get("match") or {}).items())
+def random_refusals(entry: Mapping[str, Any], where: str) -> list[tuple[str, Any, str]]:
+    """Where a random value may not be (the loader's rule): `where` and `uri` choose the rows the check sees.
+
+    Filtering on the value would hide the rows that hold its other candidates, so a flood of rows
+    would pass; compared in `match`, every row is seen (`checks.records`).
+    """
+    why = "it chooses the rows the check sees, so rows holding its other candidates would never be looked at: compare it in match"
+    return [(f"{where}.{key}", entry[key], why) for key in ("where", "uri") if key in entry]
+
+
+def parse(entry: Mapping[str, Any], spaces: Mapping[str, str] | None = None) -> Spec:
+    """A validated `verify.device` entry (and the spaces of its drawn values, `suite.spaces`) -> Spec."""
+    match = tuple((column, parse_matcher_at(raw, spaces, f".match.{column}")) for column, raw in (entry.get("match") or {}).items())
     return Spec(entry["name"], entry["uri"], tuple(entry["projection"]), entry.get("where"), match,
                 entry.get("count"), bool(entry.get("new", False)), bool(entry.get("root", False)))
 
@@ -182,9 +198,22 @@ def _resolved(spec: Spec, refs: Mapping[str, Any]) -> tuple[tuple[tuple[str, Mat
             entry = refs.get(matcher.value.ref_id) or {"error": f"{matcher.value.describe()} was not read"}
             if "error" in entry:
                 return (), f"the value {column} is compared with could not be read: {entry['error']}"
-            matcher = Matcher(matcher.op, entry["value"])
+            matcher = Matcher(matcher.op, entry["value"], random=True)
         match.append((column, matcher))
     return tuple(match), None
+
+
+def row_flood(match: tuple[tuple[str, Matcher], ...], rows: list[dict[str, Any]], answer: str | None,
+              scope: str) -> RecordFlood | None:
+    """Rows holding another candidate of a random matcher's value, among the rows where every other matcher holds (`checks.records`)."""
+    floods = []
+    for index, (column, matcher) in enumerate(match):
+        if not matcher.random:
+            continue
+        others = match[:index] + match[index + 1:]
+        candidates = (row.get(column) for row in rows if _judge_row(others, row, answer)[0])
+        floods.append(flood_over(candidates, matcher, matcher.value, column, scope))
+    return first_flood(floods)
 
 
 def validate(before: Mapping[str, Any] | None, after: Mapping[str, Any], spec: Spec, context: CheckContext) -> Check:
@@ -203,9 +232,13 @@ def validate(before: Mapping[str, Any] | None, after: Mapping[str, Any], spec: S
         return failed(KIND, spec.name, expected, problem)
     judged = [(row, *_judge_row(match, row, context.answer)) for row in rows]
     matching = [row for row, holds, _ in judged if holds]
-    ok = len(matching) >= 1 if spec.count is None else len(matching) == spec.count
     scope = "new row" if spec.new else "row"
+    flood = row_flood(match, rows, context.answer, scope)
+    ok = (len(matching) >= 1 if spec.count is None else len(matching) == spec.count) and flood is None
     seen = f"{len(rows)} {scope}{'s' if len(rows) != 1 else ''}, {len(matching)} matching"
+    if flood is not None:
+        # Said first: the rows shown after it are cut to a few hundred characters.
+        seen = f"{flood.sentence()}; {seen}"
     # A field refused as a flood is said first: the rows shown after it are cut to a few hundred characters.
     refused = [f"{scope} {index}'s {why}" for index, (_, _, why) in enumerate(judged, start=1) if why]
     if not ok and refused:

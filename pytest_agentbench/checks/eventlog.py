@@ -15,6 +15,10 @@ A step matches an event when every field it names matches (a bare value means eq
 matcher such as `{matches: "^order"}`). Only events added after the before-snapshot count: when the
 log still starts with the lines it had before, the new ones are those after them; when it was
 replaced (the app cleared it), every event newer than the last one seen before counts.
+
+A step field whose value is drawn per instance (`{param}`) must also be the only candidate among
+the new events where the step's other fields hold (`checks.records`): a run that made the app log
+the step once for every value it could have been fails, saying how many events held candidates.
 """
 
 from __future__ import annotations
@@ -38,9 +42,12 @@ from pytest_agentbench.checks.base import (
     snapshot_error,
     unreadable,
 )
-from pytest_agentbench.checks.values import Matcher, matcher_problems, parse_matcher
+from pytest_agentbench.checks.records import RecordFlood, first_flood, flood_over
+from pytest_agentbench.checks.values import Matcher, matcher_problems, parse_matcher_at
 
 KIND = "eventLog"
+#: A random operand is also looked for over records (`checks.records`): `parse` takes the spaces of drawn values.
+SEARCHES_RECORDS = True
 USES_BEFORE = True
 DEFAULT_FILE = "files/events.jsonl"
 _SHOWN_EVENTS = 12
@@ -71,6 +78,16 @@ class Step:
             if why and refused is None:
                 refused = f"its {key}: {why}"
         return holds, refused
+
+    def flood(self, events: Sequence[Mapping[str, Any]]) -> RecordFlood | None:
+        """New events holding another candidate of a random field's value, among those where the step's other fields hold."""
+        floods = []
+        for index, (key, matcher) in enumerate(self.fields):
+            if matcher.random:
+                others = Step(self.fields[:index] + self.fields[index + 1:])
+                values = (event.get(key) for event in events if others.matches(event))
+                floods.append(flood_over(values, matcher, matcher.value, f"{key} in step {self.describe()}", "new event"))
+        return first_flood(floods)
 
 
 @dataclass(frozen=True)
@@ -103,9 +120,10 @@ def matchers(entry: Mapping[str, Any], where: str) -> list[tuple[str, Any]]:
             if isinstance(step, Mapping) for field, raw in step.items()]
 
 
-def parse(entry: Mapping[str, Any]) -> Spec:
-    """A validated `verify.device` entry -> Spec."""
-    steps = tuple(Step(tuple((key, parse_matcher(value)) for key, value in step.items())) for step in entry["sequence"])
+def parse(entry: Mapping[str, Any], spaces: Mapping[str, str] | None = None) -> Spec:
+    """A validated `verify.device` entry (and the spaces of its drawn values, `suite.spaces`) -> Spec."""
+    steps = tuple(Step(tuple((key, parse_matcher_at(value, spaces, f".sequence[{index}].{key}")) for key, value in step.items()))
+                  for index, step in enumerate(entry["sequence"]))
     return Spec(entry["name"], entry["package"], entry.get("file", DEFAULT_FILE), steps)
 
 
@@ -186,6 +204,9 @@ def validate(before: Mapping[str, Any] | None, after: Mapping[str, Any], spec: S
     seen = f"{len(fresh)} new event{'s' if len(fresh) != 1 else ''}: {shown or 'none'}"
     if after.get("missing"):
         seen += f" ({spec.device_path} does not exist)"
+    flood = first_flood(step.flood(fresh) for step in spec.sequence)
+    if flood is not None:
+        return failed(KIND, spec.name, expected, f"{flood.sentence()}; {seen}")
     if found == len(spec.sequence):
         return passed(KIND, spec.name, expected, seen)
     missing = spec.sequence[found].describe()

@@ -17,12 +17,17 @@ count (DeskClock never deletes them) does not count.
 
 Values keep Android's type tags (`boolean int long float string set`): `equals: true` does not
 match the string "true", as `SharedPreferences.getBoolean` would not.
+
+A `key` drawn per instance (`alarm_{id}`) is one key among the file's, so the check also looks at
+the other keys the instance could have drawn in its place (`checks.records`): when one of them
+holds the value too, the check fails, saying how many keys did. A drawn `list` key cannot be told
+apart from its items, so the loader refuses it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import defusedxml.ElementTree as SafeET
@@ -40,6 +45,7 @@ from pytest_agentbench.checks.base import (
     snapshot_error,
     unreadable,
 )
+from pytest_agentbench.checks.records import RecordFlood, is_candidate
 from pytest_agentbench.checks.values import (
     MATCHER_KEYS,
     Matcher,
@@ -47,10 +53,12 @@ from pytest_agentbench.checks.values import (
     alternatives_problems,
     as_text,
     in_answer,
-    parse_matcher,
+    parse_matcher_at,
 )
 
 KIND = "sharedPreferences"
+#: A random operand is also looked for over records (`checks.records`): `parse` takes the spaces of drawn values.
+SEARCHES_RECORDS = True
 USES_BEFORE = False
 TAGS = ("boolean", "int", "long", "float", "string", "set")
 
@@ -74,6 +82,8 @@ class Expectation:
     matcher: Matcher
     tag: str | None = None
     items: ListKeys | None = None
+    #: The values the key could have been when it is drawn per instance (`suite.spaces`), else None.
+    key_space: str | None = None
 
     def describe(self) -> str:
         typed = f" (a <{self.tag}>)" if self.tag else ""
@@ -97,12 +107,13 @@ class Spec:
         return parts[0] if len(parts) == 1 else "any of: " + "; ".join(parts)
 
 
-def _expectation(entry: Mapping[str, Any]) -> Expectation:
+def _expectation(entry: Mapping[str, Any], spaces: Mapping[str, str], where: str) -> Expectation:
     matcher_part = {key: value for key, value in entry.items() if key in MATCHER_KEYS}
+    matcher = parse_matcher_at(matcher_part, spaces, where)
     if "list" in entry:
         items = ListKeys(entry["list"]["count"], entry["list"]["item"])
-        return Expectation(items.count, parse_matcher(matcher_part), entry.get("type"), items)
-    return Expectation(entry["key"], parse_matcher(matcher_part), entry.get("type"))
+        return Expectation(items.count, matcher, entry.get("type"), items)
+    return Expectation(entry["key"], matcher, entry.get("type"), key_space=spaces.get(f"{where}.key"))
 
 
 def problems(entry: Mapping[str, Any], where: str) -> list[str]:
@@ -119,10 +130,21 @@ def matchers(entry: Mapping[str, Any], where: str) -> list[tuple[str, Any]]:
     return alternatives_matchers(where, entry)
 
 
-def parse(entry: Mapping[str, Any]) -> Spec:
-    """A validated `verify.device` entry -> Spec."""
+def random_refusals(entry: Mapping[str, Any], where: str) -> list[tuple[str, Any, str]]:
+    """Where a random value may not be (the loader's rule): a `list`'s count or item key."""
+    why = "a drawn list key cannot be set beside the file's other keys: give the list's keys fixed names"
+    items = [(f"{where}.anyOf[{index}]", item) for index, item in enumerate(entry.get("anyOf") or [])] if "anyOf" in entry \
+        else [(where, entry)]
+    return [(f"{at}.list.{part}", item["list"][part], why) for at, item in items
+            if isinstance(item, Mapping) and isinstance(item.get("list"), Mapping) for part in ("count", "item") if part in item["list"]]
+
+
+def parse(entry: Mapping[str, Any], spaces: Mapping[str, str] | None = None) -> Spec:
+    """A validated `verify.device` entry (and the spaces of its drawn values, `suite.spaces`) -> Spec."""
+    spaces = spaces or {}
     file_name = entry["file"] if entry["file"].endswith(".xml") else entry["file"] + ".xml"
-    alternatives = [_expectation(item) for item in entry["anyOf"]] if "anyOf" in entry else [_expectation(entry)]
+    alternatives = ([_expectation(item, spaces, f".anyOf[{index}]") for index, item in enumerate(entry["anyOf"])]
+                    if "anyOf" in entry else [_expectation(entry, spaces, "")])
     return Spec(entry["name"], entry["package"], file_name, tuple(alternatives))
 
 
@@ -187,8 +209,24 @@ def list_value(items: ListKeys, values: Mapping[str, Any]) -> list[Any] | None:
     return [entry["value"] for entry in found if entry is not None]
 
 
+def key_flood(expectation: Expectation, values: Mapping[str, Any], answer: str | None) -> RecordFlood | None:
+    """Other keys the instance could have drawn in place of a drawn key that hold the value too, beside it (`checks.records`)."""
+    if expectation.key_space is None:
+        return None
+    holding = sorted(key for key in values if key != expectation.key and is_candidate(key, expectation.key, expectation.key_space)
+                     and _judge(replace(expectation, key=key, key_space=None), values, answer)[0])
+    if not holding:
+        return None
+    if not _judge(replace(expectation, key_space=None), values, answer)[0]:
+        return None  # without the wanted key the check fails on its own: a wrong key, not a flood
+    return RecordFlood(f"the file's keys (with {expectation.describe()})", len(holding) + 1, tuple(holding), "key")
+
+
 def _judge(expectation: Expectation, values: Mapping[str, Any], answer: str | None) -> tuple[bool, str | None]:
-    """Whether the expectation holds, and the sentence when its value is refused as a flood (`Matcher.judge`)."""
+    """Whether the expectation holds, and the sentence when its value is refused as a flood (`Matcher.judge`) or other keys hold it too."""
+    flood = key_flood(expectation, values, answer)
+    if flood is not None:
+        return False, flood.sentence()
     if expectation.items is not None:
         listed = list_value(expectation.items, values)
         return expectation.matcher.judge(listed is not None, listed, answer=answer)

@@ -26,6 +26,11 @@ No query runs on the phone: the database file (and its `-wal` and `-journal`, wh
 back base64-encoded in the batched read, is written to a private temporary directory, and is opened
 with `mode=ro`. A database the app was writing (a hot journal), a corrupt file or a missing one
 fails the check with a sentence.
+
+A cell of `rows` or `includes` drawn per instance (`{param}`) must be the only candidate among the
+rows whose other cells are the expected row's (`checks.records`): `includes` of the drawn thread
+fails when the query returns every thread the instance could have drawn. The loader refuses a
+drawn value in the query itself, which would hide the other rows from the check.
 """
 
 from __future__ import annotations
@@ -55,9 +60,12 @@ from pytest_agentbench.checks.base import (
     snapshot_error,
     unreadable,
 )
-from pytest_agentbench.checks.values import same_value
+from pytest_agentbench.checks.records import RecordFlood, first_flood, flood_over
+from pytest_agentbench.checks.values import Matcher, same_value
 
 KIND = "sqlite"
+#: A random operand is also looked for over records (`checks.records`): `parse` takes the spaces of drawn values.
+SEARCHES_RECORDS = True
 USES_BEFORE = False
 #: Companion files SQLite needs to see the database as the app last wrote it.
 COMPANIONS = ("-wal", "-journal")
@@ -75,6 +83,8 @@ class Spec:
     ordered: bool = False
     #: (tables the schema has, its query, the app versions it was proven on), when `schemas` replaces `query`.
     schemas: tuple[tuple[tuple[str, ...], str, str], ...] = ()
+    #: The expected cells drawn per instance: (row index, column index, the values it could have been; `suite.spaces`).
+    random_cells: tuple[tuple[int, int, str], ...] = ()
 
     @property
     def device_path(self) -> str:
@@ -112,13 +122,29 @@ def problems(entry: Mapping[str, Any], where: str) -> list[str]:
     return found
 
 
-def parse(entry: Mapping[str, Any]) -> Spec:
-    """A validated `verify.device` entry -> Spec."""
+def random_refusals(entry: Mapping[str, Any], where: str) -> list[tuple[str, Any, str]]:
+    """Where a random value may not be (the loader's rule): the query chooses the rows the check sees.
+
+    Selecting on the value would hide the rows that hold its other candidates, so a flood of rows
+    would pass; compared in `rows` or `includes`, every row the query returns is seen (`checks.records`).
+    """
+    why = ("the query chooses the rows the check sees, so rows holding its other candidates would never be looked at: "
+           "return the column and compare it in rows or includes")
+    queries = [(f"{where}.query", entry["query"])] if "query" in entry else [
+        (f"{where}.schemas[{index}].query", schema.get("query")) for index, schema in enumerate(entry.get("schemas") or [])
+        if isinstance(schema, Mapping)]
+    return [(at, query, why) for at, query in queries]
+
+
+def parse(entry: Mapping[str, Any], spaces: Mapping[str, str] | None = None) -> Spec:
+    """A validated `verify.device` entry (and the spaces of its drawn values, `suite.spaces`) -> Spec."""
     expect = next(key for key in ("rows", "includes", "count") if key in entry)
     rows = tuple(tuple(_sqlite_value(v) for v in row) for row in entry.get(expect, ())) if expect != "count" else ()
     schemas = tuple((tuple(schema["tables"]), schema["query"], schema["provenOn"]) for schema in entry.get("schemas") or ())
+    random_cells = tuple((i, j, (spaces or {})[f".{expect}[{i}][{j}]"]) for i, row in enumerate(rows) for j in range(len(row))
+                         if f".{expect}[{i}][{j}]" in (spaces or {}))
     return Spec(entry["name"], entry["package"], entry["database"], entry.get("query", ""), expect, rows,
-                entry.get("count"), bool(entry.get("ordered", False)), schemas)
+                entry.get("count"), bool(entry.get("ordered", False)), schemas, random_cells)
 
 
 def pick_schema_query(tables: Sequence[str], schemas: Sequence[tuple[Sequence[str], str, str]]) -> str | None:
@@ -252,6 +278,18 @@ def _includes(expected: Sequence[Sequence[Any]], actual: Sequence[Sequence[Any]]
     return missing
 
 
+def cell_flood(spec: Spec, rows: Sequence[Sequence[Any]], columns: Sequence[str]) -> RecordFlood | None:
+    """Rows holding another candidate of a drawn cell, among the rows whose other cells are the expected row's (`checks.records`)."""
+    floods = []
+    for i, j, space in spec.random_cells:
+        expected = spec.rows[i]
+        candidates = (row[j] for row in rows if len(row) == len(expected)
+                      and all(same_value(expected[k], row[k]) for k in range(len(row)) if k != j))
+        label = f"column {columns[j] if j < len(columns) else j + 1} of {show(list(expected))}"
+        floods.append(flood_over(candidates, Matcher("equals", expected[j], random=True, space=space), expected[j], label, "row"))
+    return first_flood(floods)
+
+
 def validate(before: Mapping[str, Any] | None, after: Mapping[str, Any], spec: Spec, context: CheckContext) -> Check:
     """Judge the query's rows in the after-snapshot."""
     query = after.get("query") or spec.query or f"one query per known schema ({len(spec.schemas)})"
@@ -269,4 +307,8 @@ def validate(before: Mapping[str, Any] | None, after: Mapping[str, Any], spec: S
             seen += f"; missing {show([list(row) for row in missing])}"
     else:
         ok = _rows_equal(spec.rows, rows, spec.ordered)
+    flood = cell_flood(spec, rows, after.get("columns") or ())
+    if flood is not None:
+        # Said first: the rows shown after it are cut to a few hundred characters.
+        return failed(KIND, spec.name, expected, f"{flood.sentence()}; {seen}")
     return passed(KIND, spec.name, expected, seen) if ok else failed(KIND, spec.name, expected, seen)

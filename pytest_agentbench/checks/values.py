@@ -13,6 +13,7 @@ flood of text (a de Bruijn sequence holds every six-digit code) match it without
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -22,9 +23,9 @@ from pytest_agentbench.checks.base import app_path, show
 from pytest_agentbench.text import answer_key_values, normalize_answer_line, same_answer_value
 
 __all__ = ["MATCHER_KEYS", "MAX_PHONE_DIGITS", "MAX_TOKEN_FIELD", "MAX_TOKEN_MEMBERS", "MIN_PHONE_DIGITS", "Matcher", "PrefRef",
-           "RANDOM_VALUE_MATCHERS", "alternatives_matchers", "alternatives_problems", "as_text", "digits_of", "json_lookup",
-           "matcher_problems", "mentions", "parse_matcher", "path_text", "random_value_problems", "same_value", "split_path",
-           "token_verdict"]
+           "RANDOM_VALUE_MATCHERS", "alternatives_matchers", "alternatives_problems", "as_text", "digits_of", "drawn_placeholder", "json_lookup",
+           "is_coded", "matcher_problems", "mentions", "parse_matcher", "parse_matcher_at", "path_text", "random_value_problems",
+           "same_value", "shape_pattern", "split_path", "token_verdict"]
 
 MATCHER_KEYS = ("equals", "contains", "matches", "digits", "exists", "inAnswer", "token")
 #: The matchers a value random per run or per instance may use: each takes a whole field, a phone
@@ -112,18 +113,21 @@ def alternatives_matchers(where: str, entry: Mapping[str, Any]) -> list[tuple[st
     return [(at, {key: item[key]}) for at, item in items for key in MATCHER_KEYS if key in item]
 
 
+def drawn_placeholder(value: Any, names: tuple[str, ...]) -> str | None:
+    """The first placeholder in a string (or a list of them) whose value is random: drawn by the params (`names`) or known at run time only."""
+    items = value if isinstance(value, list) else [value]
+    texts = [item for item in items if isinstance(item, str)]
+    return next((name for text in texts for name in _PLACEHOLDER.findall(text) if name in names or name in _RUN_TIME_RANDOM), None)
+
+
 def _random_operand(operand: Any, names: tuple[str, ...]) -> str | None:
     """What makes a matcher's operand random, as a phrase, or None for a value the suite fixes."""
     if isinstance(operand, Mapping) and "fromPrefs" in operand:
         ref = operand["fromPrefs"]
         key = ref.get("key", "?") if isinstance(ref, Mapping) else "?"
         return f"its operand is read from the device (fromPrefs {key}), a value random per run"
-    items = operand if isinstance(operand, list) else [operand]
-    texts = [item for item in items if isinstance(item, str)]
-    drawn = [name for text in texts for name in _PLACEHOLDER.findall(text) if name in names or name in _RUN_TIME_RANDOM]
-    if drawn:
-        return f"its operand holds {{{drawn[0]}}}, a value random per instance"
-    return None
+    drawn = drawn_placeholder(operand, names)
+    return f"its operand holds {{{drawn}}}, a value random per instance" if drawn else None
 
 
 def random_value_problems(where: str, raw: Any, names: tuple[str, ...]) -> list[str]:
@@ -191,6 +195,12 @@ class Matcher:
 
     op: str
     value: Any
+    #: The operand is random per run or per instance (a drawn `{param}`, or read from the device with
+    #: `fromPrefs`): the check also looks for other candidates of it over records (`checks.records`).
+    random: bool = False
+    #: The values the instance could have drawn in its place, as a regular expression over a whole
+    #: value (`suite.spaces`); None for an operand read from the device or fixed by the suite.
+    space: str | None = None
 
     def describe(self) -> str:
         """What the matcher wants, as a phrase (`equals true`, `has the digits …5551230001`)."""
@@ -253,35 +263,47 @@ class Matcher:
         if self.op == "inAnswer":
             return in_answer(value if isinstance(value, str) else as_text(value), answer) is None, None
         if self.op == "token":
-            return token_verdict(as_text(self.value), value)
+            return token_verdict(as_text(self.value), value, self.space)
         raise ValueError(f"unknown matcher {self.op!r}; expected one of {', '.join(MATCHER_KEYS)}")
 
 
-def _shape(token: str) -> re.Pattern[str]:
-    """What a token like this one looks like: a digit where it has a digit, a letter where it has a letter, the rest as is."""
-    parts = ["[0-9]" if char.isdigit() else "[^\\W\\d_]" if char.isalpha() else re.escape(char) for char in token]
-    return re.compile(_DELIMITED.format("".join(parts)))
+def shape_pattern(token: str) -> str:
+    """What a value like this one looks like, as a regular expression: a digit where it has a digit, a letter where it has a letter, the rest as is."""
+    return "".join("[0-9]" if char.isdigit() else "[^\\W\\d_]" if char.isalpha() else re.escape(char) for char in token)
+
+
+def is_coded(value: str) -> bool:
+    """Whether a value holds a digit (a code, a number, an id): only such a value has candidates of its shape."""
+    return any(char.isdigit() for char in value)
+
+
+@functools.lru_cache(maxsize=256)
+def _candidate_pattern(wanted: str, space: str | None) -> re.Pattern[str] | None:
+    """The values a token is told apart from: its shape (a code only) and the values its instance could have drawn."""
+    parts = ([shape_pattern(wanted)] if is_coded(wanted) else []) + ([space] if space else [])
+    return re.compile(_DELIMITED.format("(?:" + "|".join(f"(?:{part})" for part in parts) + ")")) if parts else None
 
 
 # A token stands alone: no letter or digit right before it or right after it.
 _DELIMITED = r"(?<![^\W_]){}(?![^\W_])"
 
 
-def token_verdict(wanted: str, value: Any) -> tuple[bool, str | None]:
+def token_verdict(wanted: str, value: Any, space: str | None = None) -> tuple[bool, str | None]:
     """Whether `wanted` is one delimited token of a field read from the device, and the sentence when the field is refused.
 
     A string field holds it with no letter or digit on either side, is at most MAX_TOKEN_FIELD
-    characters, and, when `wanted` holds a digit (a code), holds no other token of its shape (a
-    digit where it has a digit, a letter where it has a letter): a list of candidate codes is not an
-    answer. A list or set holds it as a member, has at most MAX_TOKEN_MEMBERS members, and no other
-    member of its shape when it holds a digit.
+    characters, and holds no other candidate: when `wanted` holds a digit (a code), no other token
+    of its shape (a digit where it has a digit, a letter where it has a letter), and with a `space`
+    (the values its instance could have drawn, `suite.spaces`), no other of those: a list of
+    candidates is not an answer. A list or set holds it as a member, has at most MAX_TOKEN_MEMBERS
+    members, and no other candidate member.
 
     Returns:
         (holds, refusal): `refusal` says why the field is a flood or a list of candidates; it is
         None when the token is there, or simply absent.
     """
     wanted = wanted.strip()
-    coded = any(char.isdigit() for char in wanted)
+    candidate = _candidate_pattern(wanted, space)
     if isinstance(value, (list, tuple, set, frozenset)):
         members = [item.strip() if isinstance(item, str) else as_text(item) for item in value]
         if len(members) > MAX_TOKEN_MEMBERS:
@@ -289,17 +311,16 @@ def token_verdict(wanted: str, value: Any) -> tuple[bool, str | None]:
                            f"looked for among (a flood of members holds every value)")
         if not wanted or wanted not in members:
             return False, None
-        shape = _shape(wanted)
-        others = sorted({member for member in members if member != wanted and shape.fullmatch(member)})
-        return (False, _candidates(others)) if coded and others else (True, None)
+        others = sorted({member for member in members if member != wanted and candidate and candidate.fullmatch(member)})
+        return (False, _candidates(others)) if others else (True, None)
     field = value if isinstance(value, str) else as_text(value)
     if len(field) > MAX_TOKEN_FIELD:
         return False, (f"the field is {len(field):,} characters long, over the {MAX_TOKEN_FIELD} a value random per run is "
                        f"looked for in (a flood of text holds every code)")
     if not wanted or not re.search(_DELIMITED.format(re.escape(wanted)), field):
         return False, None
-    others = sorted({found.group(0) for found in _shape(wanted).finditer(field) if found.group(0) != wanted})
-    return (False, _candidates(others)) if coded and others else (True, None)
+    others = sorted({found.group(0) for found in (candidate.finditer(field) if candidate else ()) if found.group(0) != wanted})
+    return (False, _candidates(others)) if others else (True, None)
 
 
 def _candidates(others: list[str]) -> str:
@@ -334,8 +355,11 @@ def in_answer(value: str, answer: str | None) -> str | None:
     return "no closing KEY: value line of the answer has it as its value (" + "; ".join(f"{k}: {v}" for k, v in pairs[:5]) + ")"
 
 
-def parse_matcher(raw: Any) -> Matcher:
+def parse_matcher(raw: Any, space: str | None = None) -> Matcher:
     """A suite's matcher: a bare value means `equals`, a mapping has exactly one MATCHER_KEYS key.
+
+    `space` is given for an operand that holds a drawn `{param}` (the values it could have been,
+    `suite.spaces`); an operand read from the device (`fromPrefs`) is random without one.
 
     Raises:
         ValueError: The mapping has no known key or several (the suite schema refuses these first).
@@ -347,9 +371,16 @@ def parse_matcher(raw: Any) -> Matcher:
         operand = raw[keys[0]]
         if isinstance(operand, Mapping) and "fromPrefs" in operand:
             ref = operand["fromPrefs"]
-            return Matcher(keys[0], PrefRef(ref["package"], ref["file"], ref["key"]))
-        return Matcher(keys[0], operand)
-    return Matcher("equals", raw)
+            return Matcher(keys[0], PrefRef(ref["package"], ref["file"], ref["key"]), random=True)
+        return Matcher(keys[0], operand, random=space is not None, space=space)
+    return Matcher("equals", raw, random=space is not None, space=space)
+
+
+def parse_matcher_at(raw: Any, spaces: Mapping[str, str] | None, where: str) -> Matcher:
+    """`parse_matcher` with the space of the operand at `where`, its key path in the entry (`.match.data1`; `suite.spaces`)."""
+    spaces = spaces or {}
+    op = next(iter(raw)) if isinstance(raw, Mapping) and len(raw) == 1 else None
+    return parse_matcher(raw, (spaces.get(f"{where}.{op}") if op else None) or spaces.get(where))
 
 
 def digits_of(text: str) -> str:

@@ -4,7 +4,8 @@ Each problem names the key path, the value and what was expected, like the schem
 are checked only when their shape is right (the schema reports the rest). A device check's own
 rules live with its kind (`checks.<kind>.problems`); here are the rules across entries (unique
 names, an oracle that is not the answer, a value random per run or per instance matched only
-whole or as one token: `checks.values.random_value_problems`) and those of `prove`.
+whole or as one token: `checks.values.random_value_problems`, and never where it would choose the
+records a check sees: each kind's `random_refusals`) and those of `prove`.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pytest_agentbench.checks import KINDS
-from pytest_agentbench.checks.values import mentions, random_value_problems
+from pytest_agentbench.checks.values import drawn_placeholder, mentions, random_value_problems
 from pytest_agentbench.suite.capture import capture_problems
 from pytest_agentbench.suite.params import value_names
 
@@ -36,6 +37,11 @@ def _check_problems(where: str, entry: Mapping[str, Any], drawn: tuple[str, ...]
     found = module.problems(entry, where)
     for at, raw in getattr(module, "matchers", lambda _entry, _where: [])(entry, where):
         found += random_value_problems(at, raw, drawn)
+    # A random value that chooses the records the check sees hides its other candidates (`checks.records`).
+    for at, value, why in getattr(module, "random_refusals", lambda _entry, _where: [])(entry, where):
+        name = drawn_placeholder(value, drawn)
+        if name:
+            found.append(f"{at}: it holds {{{name}}}, a value random per instance, but {why}")
     return found
 
 

@@ -19,6 +19,7 @@ from pytest_agentbench.errors import SuiteError
 from pytest_agentbench.suite import params
 from pytest_agentbench.suite.params import Instance
 from pytest_agentbench.suite.load import Suite, build_suite, fillable
+from pytest_agentbench.suite.spaces import device_spaces
 
 DEFAULT_SEED = params.DEFAULT_SEED
 
@@ -58,7 +59,9 @@ def instantiate(suite: Suite, *, seed: int = DEFAULT_SEED, repeat: int = 1, valu
         raise SuiteError(declared.path, [f"instance {instance.id} (seed {seed}) draws a value a phone cannot take: {problem}"
                                          for problem in problems])
     prompt_text = params.fill(declared.prompt_text, values).value
-    built = build_suite(declared.path, data, declared.line, declared.app, declared.prompt_path, prompt_text)
+    # The checks learn which of their values were drawn, and what each could have been, from the declaration.
+    built = build_suite(declared.path, data, declared.line, declared.app, declared.prompt_path, prompt_text,
+                        spaces=device_spaces(declared.raw))
     return replace(built, instance=instance, template=declared)
 
 

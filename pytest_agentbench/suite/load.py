@@ -83,16 +83,19 @@ class VerifySpec:
     ``device`` keeps the validated `verify.device` entries as written (the digest and cleanup's
     watched sources read them); ``device_checks`` are the same entries as typed specs, parsed
     once, here, whenever the spec is built (a suite instance with filled values gets its own).
+    ``spaces`` (an instance's only) say, per entry, which strings held a drawn `{param}` and the
+    values each could have been (`suite.spaces`), so the checks look for their other candidates.
     """
 
     answer_includes: tuple[str, ...]
     screen_includes: tuple[str, ...]
     device: tuple[Mapping[str, Any], ...] = ()
     no_shell: bool = False
+    spaces: tuple[Mapping[str, str], ...] = ()
     device_checks: tuple[DeviceCheck, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "device_checks", parse_device_checks(self.device))
+        object.__setattr__(self, "device_checks", parse_device_checks(self.device, self.spaces))
 
 
 @dataclass(frozen=True)
@@ -377,8 +380,9 @@ def preflight_spec(preflight: Mapping[str, Any]) -> PreflightSpec:
     )
 
 
-def build_suite(path: Path, data: dict, line: int, app: AppSpec, prompt_path: Path, prompt_text: str) -> Suite:
-    """Validated suite data -> the typed Suite (load_suite's last step; instances rebuild through it)."""
+def build_suite(path: Path, data: dict, line: int, app: AppSpec, prompt_path: Path, prompt_text: str,
+                *, spaces: tuple[Mapping[str, str], ...] = ()) -> Suite:
+    """Validated suite data -> the typed Suite (load_suite's last step; instances rebuild through it, with `spaces`)."""
     claude = data.get("claude", {})
     verify = data["verify"]
     allowed = claude.get("allowedTools")
@@ -407,6 +411,7 @@ def build_suite(path: Path, data: dict, line: int, app: AppSpec, prompt_path: Pa
             screen_includes=tuple(verify.get("screenIncludes", ())),
             device=tuple(verify.get("device", ())),
             no_shell=bool(verify.get("noShell", False)),
+            spaces=spaces,
         ),
         failure_patterns=tuple(data.get("failurePatterns", ())),
         ignored_failure_patterns=tuple(data.get("ignoredFailurePatterns", ())),

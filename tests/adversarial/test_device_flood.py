@@ -28,7 +28,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from checkcases import judge, ok, prefs_xml, rows_output  # noqa: E402
+from checkcases import blob, database, judge, ok, prefs_xml, rows_output  # noqa: E402
 from fakeagents import BENCHMARK  # noqa: E402
 from phoneadb import PhoneAdb  # noqa: E402
 from suitefiles import suite_with, write_suite  # noqa: E402
@@ -233,5 +233,250 @@ def test_the_loader_keeps_fixed_values_and_whole_matchers(tmp_path: Path) -> Non
               {**PREFS_ENTRY, "token": "{code}"},
               {**JSON_ENTRY, "name": "json-code", "token": None, "equals": "{code}"}]
     device = [{name: value for name, value in entry.items() if value is not None} for entry in device]
+    path = write_suite(tmp_path, {**suite_with(device=device), "params": {"code": {"type": "code", "pattern": "####"}}})
+    assert load_suite(path, tmp_path).verify.device_checks
+
+
+# ----------------------------------------------------------------------------- floods over records: one candidate per record
+# A flood split over records passes every per-field rule: a million contacts each holding one code,
+# every thread muted, the step logged once per value, a camera blocked for every site. A check whose
+# value is random now fails when the records where the rest of it holds also hold another value the
+# instance could have drawn (or, for a value with a digit, another value of its shape). Each flood
+# below passed before that rule; each honest run beside it passes.
+
+PHONE = "vnd.android.cursor.item/phone_v2"
+
+
+def _contacts(phone: Phone, contacts: list[dict[str, str]]) -> None:
+    """Many contacts at once, as `content insert` leaves them (one provider transaction: the sim's inserts one by one are slow)."""
+    from pytest_agentbench.sim.providers.contacts import insert_data, insert_raw_contact
+
+    provider = phone.providers["com.android.contacts"]
+    with provider.connect(phone) as connection:
+        for contact in contacts:
+            raw_id = insert_raw_contact(connection, {})
+            for mimetype, value in ((NAME, contact.get("name")), (PHONE, contact.get("number")), (NOTE, contact.get("note"))):
+                if value is not None:
+                    insert_data(connection, {"raw_contact_id": raw_id, "mimetype": mimetype, "data1": value})
+
+
+def _log_code_checks(contacts_of: Any) -> dict[str, Any]:
+    """log-code-to-contact's two checks, read off a simulated phone before and after `contacts_of(name, number, code)` are saved."""
+    suite = committed("log-code-to-contact")
+    checks = suite.verify.device_checks
+    phone = Phone()
+    phone.launch(TESTBED)
+    code = str(phone.context(TESTBED).prefs("testbed")["courier_code"])
+    values = suite.instance.values
+    number = f"5552{values['exchange']}{values['line']}"
+    adb = PhoneAdb(phone)
+    reads = tuple(read for check in checks for read in check.reads())
+    before = read_device(adb, "sim", reads).reads
+    _contacts(phone, contacts_of(values["contactName"], number, code))
+    after = read_device(adb, "sim", reads).reads
+    results = evaluate(list(checks), before, after, CheckContext(answer=f"CONTACT: {values['contactName']}"))
+    return {result.name: result for result in results}
+
+
+def test_the_code_split_over_a_thousand_contacts_fails_with_a_sentence() -> None:
+    # One code per contact, the run's among them, every contact with the drawn name: each note passes the per-field rule.
+    results = _log_code_checks(lambda name, number, code: [
+        {"name": name, "number": number if index == 0 else None, "note": code if index == 417 else f"{(index * 7919) % 10**6:06d}"}
+        for index in range(1000)])
+    assert results["courier-number"].passed, results["courier-number"]
+    flooded = results["code-in-contact"]
+    assert not flooded.passed, flooded
+    assert flooded.seen.startswith("1,000 new rows held candidate values of data1 (999 other than the one wanted: "), flooded.seen
+
+
+def test_every_number_split_over_contacts_fails_the_number_check() -> None:
+    # count: 1 counts the matching rows, not the candidates: one right number among 1,000 matched exactly once.
+    # The drawn line is 1###: numbers ending 000 to 999 hold it once, the code noted on one contact only.
+    results = _log_code_checks(lambda name, number, code: [
+        {"name": name, "number": number[:-3] + f"{index:03d}", "note": code if index == 0 else None} for index in range(1000)])
+    flooded = results["courier-number"]
+    assert not flooded.passed, flooded
+    assert "new rows held candidate values of data1" in flooded.seen and "other than the one wanted" in flooded.seen, flooded.seen
+
+
+def test_the_same_names_flooded_over_contacts_fail() -> None:
+    # The drawn name is one of eight: a contact under each name, each with the number, leaves the check no one contact.
+    names = ["Courier", "Depot", "Dispatch", "Locker", "Parcels", "Porter", "Delivery", "Carrier"]
+    results = _log_code_checks(lambda name, number, code: [{"name": other, "number": number, "note": code} for other in names])
+    assert not results["courier-number"].passed
+    assert "held candidate values of display_name (7 other than the one wanted" in results["courier-number"].seen
+
+
+@pytest.mark.parametrize(
+    "contacts_of",
+    [
+        lambda name, number, code: [{"name": name, "number": number, "note": f"Pickup code {code}"}],
+        # Another contact of the phone's owner, with its own number and a note that holds a number too.
+        lambda name, number, code: [{"name": name, "number": "+1 " + number, "note": code},
+                                    {"name": "Mum", "number": "+44 20 7946 0000", "note": "gate code 246810"}],
+        # Saved under the drawn name with the code in a sentence, the number written as the editor writes it.
+        lambda name, number, code: [{"name": name, "number": f"({number[:3]}) {number[3:6]}-{number[6:]}",
+                                     "note": f"Courier pickup code: {code} (parcel AB-1234)"}],
+    ],
+    ids=["one-contact", "and-another-contact", "formatted"],
+)
+def test_an_honest_contact_passes_both_checks(contacts_of) -> None:
+    results = _log_code_checks(contacts_of)
+    assert all(result.passed for result in results.values()), results
+
+
+def _instance_check(tmp_path: Path, entry: dict[str, Any], params: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """A suite with params and one check, instantiated as a run instantiates it (seed 0, r1): its typed check and drawn values."""
+    path = write_suite(tmp_path, {**suite_with(device=[entry]), "params": params})
+    suite = instantiate(load_suite(path, tmp_path), seed=0, repeat=1)
+    (check,) = suite.verify.device_checks
+    return check, dict(suite.instance.values)
+
+
+def _judged(check: Any, after: list, before: list | None = None) -> Any:
+    def reads(outputs: list) -> Any:
+        from pytest_agentbench.checks import DeviceReads
+        return DeviceReads({read.key: raw for read, raw in zip(check.reads(), outputs) if raw is not None})
+
+    (result,) = evaluate([check], reads(before) if before is not None else None, reads(after), CheckContext())
+    return result
+
+
+THREADS = ["+15551230011", "+15551230012", "+15551230013"]
+MUTED = {"kind": "sqlite", "name": "muted", "package": "com.google.android.apps.messaging", "database": "bugle_db",
+         "query": "SELECT state, number FROM threads", "includes": [["muted", "{target}"]]}
+
+
+def _threads(states: dict[str, str]) -> list:
+    rows = ", ".join(f"('{state}', '{number}')" for number, state in states.items())
+    return [blob(database(f"CREATE TABLE threads (state TEXT, number TEXT); INSERT INTO threads VALUES {rows};")), None, None]
+
+
+def test_every_thread_muted_fails_an_includes_check(tmp_path: Path) -> None:
+    check, values = _instance_check(tmp_path, MUTED, {"target": {"type": "choice", "values": THREADS}})
+    flooded = _judged(check, _threads({number: "muted" for number in THREADS}))
+    assert not flooded.passed, flooded
+    assert flooded.seen.startswith("3 rows held candidate values of column number of [\"muted\", \"" + values["target"]), flooded.seen
+    # Honest: the drawn thread muted; another pinned (another record kind) and one the instance never draws, muted by its owner.
+    fair = _judged(check, _threads({values["target"]: "muted", next(n for n in THREADS if n != values["target"]): "pinned"}))
+    assert fair.passed, fair
+
+
+def test_the_step_logged_for_every_code_fails_an_event_log_check(tmp_path: Path) -> None:
+    entry = {**EVENT_ENTRY, "sequence": [{"event": "saved", "note": "{code}"}]}
+    check, values = _instance_check(tmp_path, entry, {"code": {"type": "code", "pattern": "####"}})
+    every = "".join(json.dumps({"ts": n + 2, "event": "saved", "note": f"{n:04d}"}) + "\n" for n in range(10_000))
+    flooded = _judged(check, [ok(every)], [ok("")])
+    assert not flooded.passed, flooded
+    assert flooded.seen.startswith("10,000 new events held candidate values of note in step {event: saved, note: "), flooded.seen
+    # Honest: saved twice with the code, and events of another kind that carry other codes.
+    events = [{"ts": 2, "event": "saved", "note": values["code"]}, {"ts": 3, "event": "opened", "note": "0000"},
+              {"ts": 4, "event": "saved", "note": values["code"]}]
+    fair = _judged(check, [ok("".join(json.dumps(event) + "\n" for event in events))], [ok("")])
+    assert fair.passed, fair
+
+
+SITES = ["en.wikipedia.org", "news.ycombinator.com", "www.bbc.co.uk", "github.com", "www.gutenberg.org", "maps.example.com"]
+
+
+def _camera_exceptions(settings: dict[str, int]) -> list:
+    exceptions = {f"https://{site}:443,*": {"last_modified": "13300000000000000", "setting": setting} for site, setting in settings.items()}
+    return [ok(json.dumps({"profile": {"content_settings": {"exceptions": {"media_stream_camera": exceptions}}}}))]
+
+
+def test_the_camera_blocked_for_every_site_fails_chrome_camera_blocked() -> None:
+    suite = committed("chrome-camera-blocked")
+    (check,) = suite.verify.device_checks
+    flooded = _judged(check, _camera_exceptions({site: 2 for site in SITES}))
+    assert not flooded.passed, flooded
+    assert flooded.seen.startswith("6 keys held candidate values of the keys of profile.content_settings.exceptions."
+                                   "media_stream_camera"), flooded.seen
+    # Honest: the drawn site blocked; the owner's own exception for a site no instance draws; another site only asked.
+    site = suite.instance.values["site"]
+    fair = _judged(check, _camera_exceptions({site: 2, "meet.example.org": 2, next(s for s in SITES if s != site): 3}))
+    assert fair.passed, fair
+
+
+def test_every_drawn_key_set_fails_a_preference_key_check(tmp_path: Path) -> None:
+    entry = {"kind": "sharedPreferences", "name": "slot", "package": TESTBED, "file": "testbed", "key": "slot_{slot}", "equals": True}
+    check, values = _instance_check(tmp_path, entry, {"slot": {"type": "code", "pattern": "##"}})
+    flooded = _judged(check, [ok(prefs_xml(*(f'<boolean name="slot_{n:02d}" value="true" />' for n in range(100))))])
+    assert not flooded.passed and "100 keys held candidate values of the file's keys" in flooded.seen, flooded
+    fair = _judged(check, [ok(prefs_xml(f'<boolean name="slot_{values["slot"]}" value="true" />', '<boolean name="slot_x" value="true" />',
+                                        '<boolean name="slot_00" value="false" />' if values["slot"] != "00" else ""))])
+    assert fair.passed, fair
+
+
+def test_every_drawn_word_in_a_list_fails_a_token_check(tmp_path: Path) -> None:
+    # A word has no shape rule (ordinary text is full of words), so before the space it was no candidate: a list of
+    # every city the instance could have drawn held the drawn one.
+    entry = {"kind": "sharedPreferences", "name": "cities", "package": TESTBED, "file": "testbed", "key": "cities", "token": "{city}"}
+    cities = ["Tokyo", "Lisbon", "Cairo"]
+    check, values = _instance_check(tmp_path, entry, {"city": {"type": "choice", "values": cities}})
+    as_set = lambda *members: [ok(prefs_xml('<set name="cities">' + "".join(f"<string>{m}</string>" for m in members) + "</set>"))]  # noqa: E731
+    flooded = _judged(check, as_set(*cities))
+    assert not flooded.passed and "a list of candidates is not an answer" in flooded.seen, flooded
+    assert _judged(check, as_set(values["city"], "Home")).passed
+
+
+@pytest.mark.parametrize(
+    ("suite_name", "flood"),
+    [
+        ("wakelock-restrict", "also newly in mode ignore"),
+        ("photos-crop", "images added, not 1"),
+    ],
+    ids=["appops-every-package", "media-every-size"],
+)
+def test_kinds_that_judge_the_whole_difference_already_fail_a_flood(suite_name: str, flood: str) -> None:
+    # appops wants exactly the named package newly in the mode; media exactly `count` new images, each judged:
+    # neither looks for one record among many, so a flood of records fails them as it did before.
+    suite = committed(suite_name)
+    (check,) = suite.verify.device_checks
+    if check.kind == "appops":
+        holder = suite.instance.values["holder"]
+        packages = "\n".join([holder, *(f"com.flood.app{n}" for n in range(50))])
+        result = _judged(check, [ok(packages + "\n")], [ok("No operations.\n")])
+    else:
+        name = f"{suite.instance.values['photoName']}.png"
+        original = ["1", name, f"/sdcard/Pictures/{name}", str(check.spec.original_width), str(check.spec.original_height)]
+        sides = range(100, 900, 8)
+        added = [[str(n + 2), f"crop{n}.png", f"/sdcard/Pictures/crop{n}.png", str(side), str(side)] for n, side in enumerate(sides)]
+        columns = ["_id", "_display_name", "_data", "width", "height"]
+        result = _judged(check, [ok(rows_output(columns, [original, *added]))], [ok(rows_output(columns, [original]))])
+    assert not result.passed and flood in result.seen, result
+
+
+# ----------------------------------------------------------------------------- the loader refuses a random value that picks the records
+
+
+@pytest.mark.parametrize(
+    ("entry", "key"),
+    [
+        ({**CONTACT_NOTE, "where": "data1 = '{code}'", "count": 1}, "verify.device[0].where"),
+        ({**CONTACT_NOTE, "uri": "content://com.android.contacts/data/{code}"}, "verify.device[0].uri"),
+        ({**MUTED, "query": "SELECT number FROM threads WHERE number = '{code}'", "includes": None, "count": 1}, "verify.device[0].query"),
+        ({**MUTED, "query": None, "includes": None, "count": 1,
+          "schemas": [{"tables": ["threads"], "provenOn": "a test", "query": "SELECT 1 FROM threads WHERE n = {code}"}]},
+         "verify.device[0].schemas[0].query"),
+        ({**JSON_ENTRY, "token": None, "path": "exceptions.site{code}.setting", "equals": 2}, "verify.device[0].path"),
+        ({**PREFS_ENTRY, "key": None, "list": {"count": "n_{code}", "item": "item_"}}, "verify.device[0].list.count"),
+    ],
+    ids=["content-where", "content-uri", "sqlite-query", "sqlite-schema-query", "json-dotted-path", "prefs-list-key"],
+)
+def test_the_loader_refuses_a_random_value_that_chooses_the_records(tmp_path: Path, entry: dict, key: str) -> None:
+    entry = {name: value for name, value in entry.items() if value is not None}
+    path = write_suite(tmp_path, {**suite_with(device=[entry]), "params": {"code": {"type": "code", "pattern": "####"}}})
+    with pytest.raises(SuiteError) as refused:
+        load_suite(path, tmp_path)
+    text = str(refused.value)
+    assert path.name in text and f"{key}: it holds {{code}}, a value random per instance, but " in text, text
+
+
+def test_the_loader_keeps_a_fixed_filter_and_a_drawn_key_in_a_list_path(tmp_path: Path) -> None:
+    device = [{**CONTACT_NOTE, "where": "mimetype = 'vnd.android.cursor.item/note'", "match": {"data1": {"token": "{code}"}}},
+              {**JSON_ENTRY, "token": None, "path": ["exceptions", "site{code}", "setting"], "equals": 2},
+              {**MUTED, "includes": [["muted", "{code}"]]}]
+    device = [{name: value for name, value in entry.items() if value is not None} for entry in device]
+    device[1]["name"], device[2]["name"] = "json-key", "sqlite-cell"
     path = write_suite(tmp_path, {**suite_with(device=device), "params": {"code": {"type": "code", "pattern": "####"}}})
     assert load_suite(path, tmp_path).verify.device_checks
