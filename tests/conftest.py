@@ -10,6 +10,24 @@ from pathlib import Path
 
 import pytest
 
+# The plugin builds its session only when a run uses it (pytest_agentbench/wake.py), so this test
+# session, which gives no agentbench option, would import the session's modules first inside a
+# pytester inline run, whose end drops them from sys.modules: the next inline run would import
+# them again, slowly, beside the copies that other modules still hold. Import them once here.
+import pytest_agentbench.doctor.plugin  # noqa: F401
+import pytest_agentbench.htmlreport  # noqa: F401
+import pytest_agentbench.items  # noqa: F401
+import pytest_agentbench.session  # noqa: F401
+
+# The fixtures several test modules share are registered here, once. Imported into each module
+# instead, a fixture is registered once per module with the same function, and `pytest --fixtures`
+# sorts its entries by (length of the node id, module, path, name): two modules whose ids have the
+# same length tie, pytest compares the FixtureDefs themselves and stops with an INTERNALERROR
+# (tests/shared/test_fixture_imports.py keeps it so).
+from adbserver import module_adb_server, private_adb_server  # noqa: F401
+from fake_anthropic import claude_bin  # noqa: F401
+from simfixtures import private_adb  # noqa: F401
+
 #: Every process the tests start inherits this variable, so one that left our process tree
 #: (an adb server that daemonized, a detached MCP daemon) is still recognised as ours.
 OWNER_VARIABLE = "AGENTBENCH_TEST_SESSION"
