@@ -197,6 +197,9 @@ class AgentbenchSession:
 
     @pytest.hookimpl
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if self.invalid and self.config.get_verbosity() == -1 and self.config.option.collectonly:
+            # `--co -q` lists node ids only: a broken suite is an error, said even there.
+            self._write_invalid(terminalreporter)
         if self.config.get_verbosity() < 0:
             return
         if self.dry_runs:
@@ -208,11 +211,7 @@ class AgentbenchSession:
             return
         # The default `-r fE` hides xfails, so incomplete runs would vanish without this section.
         terminalreporter.write_sep("=", "agentbench")
-        for nodeid, problems in self.invalid.items():
-            first, *rest = problems.splitlines() or [""]
-            terminalreporter.write_line(f"INVALID {nodeid} - {first}", red=True)
-            for line in rest:
-                terminalreporter.write_line(line)
+        self._write_invalid(terminalreporter)
         if not self.results and not self.unrecorded:
             return
         width = min(terminalreporter._tw.fullwidth, 120)
@@ -226,6 +225,13 @@ class AgentbenchSession:
                 terminalreporter.write_sep("-", part.text)
             else:
                 terminalreporter.write_line(part.text, **({"yellow": True, "bold": True} if part.kind == "warning" else {}))
+
+    def _write_invalid(self, terminalreporter: pytest.TerminalReporter) -> None:
+        for nodeid, problems in self.invalid.items():
+            first, *rest = problems.splitlines() or [""]
+            terminalreporter.write_line(f"INVALID {nodeid} - {first}", red=True)
+            for line in rest:
+                terminalreporter.write_line(line)
 
 
 def _add_junit_properties(config: pytest.Config, properties: list[tuple[str, str]]) -> None:
