@@ -233,18 +233,19 @@ def _session_server(options: AgentbenchOptions, *, pinnable: bool) -> tuple[Adb 
     A stuck server is named here, once, rather than as `stopped answering` in every run.
     """
     from pytest_agentbench.device.adb import Adb, AdbEndpoint
-    from pytest_agentbench.device.pool import ensure_server
+    from pytest_agentbench.device.pool import ensure_answering, ensure_server
     from pytest_agentbench.device.selection import parse_device_entries
     from pytest_agentbench.errors import DeviceUnavailable
 
     adb = Adb(AdbEndpoint.from_environ())
+    sim_count, _ = parse_device_entries(options.device)
     started = None
     if uses_own_server(options):
+        # Simulated phones need no device listed: the pool starts the server with them, so only a stuck one is looked at here.
         try:
-            started = adb if ensure_server(adb) else None
+            started = adb if (ensure_answering(adb) if sim_count else ensure_server(adb)) else None
         except DeviceUnavailable as exc:
             return None, str(exc)
-    sim_count, _ = parse_device_entries(options.device)
     if sim_count:
         return started, None
     try:

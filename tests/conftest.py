@@ -153,7 +153,7 @@ E2E_FIXTURES = frozenset({"pytester", "module_adb_server", "private_adb_server",
 #: Modules whose tests run whole sessions, real servers, the real Claude Code CLI or a browser
 #: through helpers of their own rather than through those fixtures.
 E2E_MODULES = frozenset({
-    "test_baseline_e2e", "test_claude_cli", "test_device_adb", "test_device_checks_e2e", "test_harness_problems",
+    "test_baseline_e2e", "test_claude_cli", "test_adb_server", "test_device_adb", "test_device_checks_e2e", "test_harness_problems",
     "test_html_browser", "test_jobs_e2e", "test_mcp_server", "test_mobile_mcp", "test_model_agent_e2e",
     "test_model_episode_e2e", "test_observe_economy", "test_postrun_daemon", "test_repeats_e2e", "test_replay",
     "test_rerender", "test_rerender_faults", "test_run_e2e", "test_run_faults", "test_runner", "test_sandbox",

@@ -22,7 +22,7 @@ from pytest_agentbench.device.claims import (
     reclaim_after_agent,
 )
 from pytest_agentbench.device.selection import DeviceEntry, choose_devices
-from pytest_agentbench.device.server import ensure_server, stop_server  # noqa: F401 (the session's adb server)
+from pytest_agentbench.device.server import ensure_answering, ensure_server, stop_server  # noqa: F401 (the session's adb server)
 from pytest_agentbench.errors import DeviceBusy, DeviceError, DeviceUnavailable
 
 

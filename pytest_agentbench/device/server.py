@@ -81,6 +81,24 @@ def stuck_message(endpoint: AdbEndpoint, found: Listener | None, timeout_s: floa
             "does not answer), then run again")
 
 
+def ensure_answering(adb: Adb, *, answer_timeout_s: float = ANSWER_TIMEOUT_S) -> bool:
+    """Leave the endpoint with no server or an answering one; True when this process restarted a stuck one (and so stops it).
+
+    Raises:
+        DeviceUnavailable: A server that this harness did not start is stuck (the message names it
+            and how to stop it), or a restart failed.
+    """
+    if not adb.server_running() or answers(adb, timeout_s=answer_timeout_s):
+        return False
+    found = listener(adb.endpoint.port) if adb.endpoint.is_local else None
+    if found is None or not found.ours:
+        raise DeviceUnavailable(stuck_message(adb.endpoint, found, answer_timeout_s))
+    # Ours, from an earlier session: restart it rather than fail every session after it.
+    _kill(found.pid)
+    _wait_gone(adb)
+    return _start(adb)
+
+
 def ensure_server(adb: Adb, *, answer_timeout_s: float = ANSWER_TIMEOUT_S) -> bool:
     """Make sure an answering adb server is at the endpoint; True when this process started it (and so stops it).
 
@@ -89,14 +107,11 @@ def ensure_server(adb: Adb, *, answer_timeout_s: float = ANSWER_TIMEOUT_S) -> bo
             start is stuck (the message names it and how to stop it).
     """
     if adb.server_running():
-        if answers(adb, timeout_s=answer_timeout_s):
-            return False
-        found = listener(adb.endpoint.port) if adb.endpoint.is_local else None
-        if found is None or not found.ours:
-            raise DeviceUnavailable(stuck_message(adb.endpoint, found, answer_timeout_s))
-        # Ours, from an earlier session: restart it rather than fail every session after it.
-        _kill(found.pid)
-        _wait_gone(adb)
+        return ensure_answering(adb, answer_timeout_s=answer_timeout_s)
+    return _start(adb)
+
+
+def _start(adb: Adb) -> bool:
     try:
         adb.ensure_server()
     except DeviceUnavailable:
