@@ -14,9 +14,9 @@ from suitefiles import PROMPT, make_suites, suite_text
 from pytest_agentbench.options import DEFAULT_SEED
 from pytest_agentbench.wake import is_awake
 
-#: Programs the plugin could start (the sandbox probe, an adb server, the agent, its runtime):
-#: fakes of them on PATH write their name to a log.
-RECORDED = ("bwrap", "adb", "git", "claude", "node", "npm")
+#: Programs the plugin could start (the sandbox probe, an adb server, git, the agent's runtime):
+#: fakes of them on PATH write their name to a log. `claude`, the default agent, is not on PATH.
+RECORDED = ("bwrap", "adb", "git", "node", "npm")
 #: What an idle run may import of the package: the entry point and what its hooks need.
 IDLE_MODULES = {"pytest_agentbench", "pytest_agentbench.plugin", "pytest_agentbench.options", "pytest_agentbench.usage",
                 "pytest_agentbench.wake", "pytest_agentbench.fixtures"}
@@ -58,7 +58,7 @@ def run_recorded(project: Path, tmp_path: Path, *runs: list[str]) -> tuple[dict,
     """Run pytest (once per argument list) in one fresh interpreter in `project`; its result and the fake programs' log."""
     fakes, log = tmp_path / "fakes", tmp_path / "started.log"
     _fake_programs(fakes, log)
-    # No `claude` but the fake; the interpreter's directory keeps the console scripts.
+    # The interpreter's directory keeps the console scripts; /usr/bin and /bin come after the fakes.
     env = {key: value for key, value in os.environ.items() if not key.startswith(("PYTEST_", "AGENTBENCH_"))}
     env["PATH"] = os.pathsep.join([str(fakes), str(Path(sys.executable).parent), "/usr/bin", "/bin"])
     env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = ""
@@ -94,7 +94,7 @@ def test_informational_commands_need_no_agent_device_or_sandbox(tmp_path: Path, 
     (root / "prompts").mkdir()
     (root / "prompts" / "task.txt").write_text(PROMPT, encoding="utf-8")
     (root / "suites" / "demo.yml").write_text(suite_text("demo"), encoding="utf-8")
-    # The suite is named, so the plugin wakes; `claude` (the default agent) is only a fake that fails.
+    # The suite is named, so the plugin wakes; `claude` (the default agent) is not on PATH.
     result, started = run_recorded(project, tmp_path, [*command, "-p", "no:cacheprovider", "-p", "no:benchmark", "benchmark/"])
     assert result["codes"] == [0], result
     assert result["started"] == [] and started == []
