@@ -25,7 +25,9 @@ import pytest_agentbench.session  # noqa: F401
 # same length tie, pytest compares the FixtureDefs themselves and stops with an INTERNALERROR
 # (tests/shared/test_fixture_imports.py keeps it so).
 from adbserver import module_adb_server, private_adb_server  # noqa: F401
+from codexcli import codex_bin  # noqa: F401
 from fake_anthropic import claude_bin  # noqa: F401
+from geminicli import gemini_bin  # noqa: F401
 from simfixtures import private_adb  # noqa: F401
 
 #: Every process the tests start inherits this variable, so one that left our process tree
