@@ -4,8 +4,9 @@ Installing the package must not change a pytest run that does not use it: as pyt
 builds its `LogXML` only for `--junitxml` and xdist its `DSession` only for `-n`, the plugin
 builds its session only when the command line gives one of its options or names a suite, when a
 suite file is collected anyway, or when a test asks for one of its fixtures. Until then the entry
-point has imported this module, `options.py` and `fixtures.py` and nothing heavy, and has started
-no process (tests/plugin/test_idle.py; `python tests/perf/idle_cost.py` measures the cost).
+point has imported `plugin.py`, `options.py`, `usage.py`, this module and `fixtures.py`, nothing
+heavy, and has started no process (tests/plugin/test_idle.py; `python tests/perf/idle_cost.py`
+measures the cost).
 """
 
 from __future__ import annotations
