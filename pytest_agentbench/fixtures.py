@@ -1,7 +1,8 @@
 """Pytest fixtures -> a resolved, claimed device, a run directory, private daemon state and preflight, for suites and Python tests.
 
 Thin on purpose: device policy lives in `device/selection.py` and `device/pool.py`, run
-directories in `run/artifacts.py`, preflight in `run/preflight.py`.
+directories in `run/artifacts.py`, preflight in `run/preflight.py`. A fixture wakes the plugin
+(wake.py) when a test asks for it in a session that gave no agentbench option.
 """
 
 from __future__ import annotations
@@ -11,18 +12,21 @@ import os
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_agentbench.device.adb import Adb, AdbEndpoint
-from pytest_agentbench.device.claimlog import CLAIM_LOG_NAME
-from pytest_agentbench.device.pool import ClaimedDevice, DevicePool, candidates_for, ensure_server, share_of
-from pytest_agentbench.device.selection import DeviceEntry, check_no_ios_devices, parse_device_entries, parse_device_option
-from pytest_agentbench.run.execute import PreflightResult, PrivateDaemon, new_run_dir, preflight_suite, run_preflight, shutdown
-from pytest_agentbench.session import session_key
-from pytest_agentbench.suite import AppSpec, PreflightSpec, Suite, app_spec, preflight_spec
-from pytest_agentbench.usage import check_before_collection
-from pytest_agentbench.warm.launch import SOCKET_VARIABLE
+from pytest_agentbench.wake import awake_session, is_awake
+
+if TYPE_CHECKING:
+    from pytest_agentbench.device.adb import Adb
+    from pytest_agentbench.device.pool import ClaimedDevice, DevicePool
+    from pytest_agentbench.run.execute import PreflightResult, PrivateDaemon
+    from pytest_agentbench.suite import AppSpec, PreflightSpec, Suite
+    from pytest_agentbench.warm.forkserver import WarmStarts
+
+# Registered in every pytest run (a Python test may ask for a device), so the device layer, the
+# run stage and the warm starts are imported inside the fixtures and hooks that use them.
 
 #: The warm-start server's log under the artifact root: each program it ran, its exit and CPU.
 WARM_LOG_NAME = "warm-starts.log"
@@ -32,6 +36,8 @@ def _worker_share(count: int, config: pytest.Config) -> int:
     # Each xdist worker starts its share of the simulated phones.
     if not hasattr(config, "workerinput"):
         return count
+    from pytest_agentbench.device.pool import share_of
+
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
     index = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0")[2:] or 0)
     return share_of(count, workers=workers, index=index)
@@ -40,14 +46,20 @@ def _worker_share(count: int, config: pytest.Config) -> int:
 @pytest.fixture(scope="session")
 def agentbench_devices(request: pytest.FixtureRequest) -> Iterator[DevicePool]:
     """The session's device pool; with `--device sim[:N]` it starts (and later stops) simulated phones."""
-    session = request.config.stash[session_key]
+    from pytest_agentbench.device.adb import Adb, AdbEndpoint
+    from pytest_agentbench.device.claimlog import CLAIM_LOG_NAME
+    from pytest_agentbench.device.pool import DevicePool, candidates_for, ensure_server, stop_server
+    from pytest_agentbench.device.selection import DeviceEntry, check_no_ios_devices, parse_device_entries
+    from pytest_agentbench.run.execute import shutdown
+
+    session = awake_session(request.config)
     sim_count, entries = parse_device_entries(session.options.device)
     adb = Adb(AdbEndpoint.from_environ())
     # Only a session that uses its own adb server may start one (devices all named on other servers need none).
     uses_own_server = bool(sim_count) or not entries or any(entry.endpoint is None for entry in entries)
     started_server = ensure_server(adb) if uses_own_server else False
     # A forced exit (a second Ctrl+C) skips this teardown; the adb server we started goes anyway.
-    forced = shutdown.on_force_exit(lambda: adb.kill_server(timeout_s=2)) if started_server else None
+    forced = shutdown.on_force_exit(lambda: stop_server(adb, timeout_s=2)) if started_server else None
     fleet = None
     try:
         with warm_starts(request.config):
@@ -66,7 +78,7 @@ def agentbench_devices(request: pytest.FixtureRequest) -> Iterator[DevicePool]:
         if fleet is not None:
             fleet.stop()
         if started_server:
-            adb.kill_server()
+            stop_server(adb)
         if forced is not None:
             shutdown.forget(forced)
 
@@ -81,13 +93,22 @@ def _distributes(config: pytest.Config) -> bool:
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     config = session.config
-    if hasattr(config, "workerinput"):
+    if hasattr(config, "workerinput") or not is_awake(config):
         return
-    state = config.stash[session_key]
+    from pytest_agentbench.device.adb import Adb, AdbEndpoint
+    from pytest_agentbench.device.pool import ensure_server, stop_server
+    from pytest_agentbench.device.selection import parse_device_option
+    from pytest_agentbench.run.execute import shutdown
+    from pytest_agentbench.usage import check_before_collection, informational
+
+    state = awake_session(config)
     options = state.options
-    # A session that cannot run its suites (no agent program, no phone) stops here, once, before
-    # collection; the adb server the check had to start serves the session and is stopped after it.
+    # A session that cannot run its suites (no agent program, no phone, a stuck adb server) stops
+    # here, once, before collection; the adb server the check had to start serves the session and
+    # is stopped after it.
     started = check_before_collection(config, options, pinnable=state.profile.pinnable)
+    if informational(config):
+        return
     _start_shared_warm_starts(config)
     if started is None and _distributes(config) and not options.dry_run and parse_device_option(options.device)[0]:
         # Under xdist every worker would race to start (and later kill) a shared adb server; the
@@ -96,17 +117,22 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         started = adb if ensure_server(adb) else None
     if started is not None:
         config.stash[_controller_adb_key] = started
-        config.stash[_controller_forced_key] = shutdown.on_force_exit(lambda: started.kill_server(timeout_s=2))
+        config.stash[_controller_forced_key] = shutdown.on_force_exit(lambda: stop_server(started, timeout_s=2))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     warm = config.stash.get(_controller_warm_key, None)
+    adb = config.stash.get(_controller_adb_key, None)
+    if warm is None and adb is None:
+        return
+    from pytest_agentbench.device.pool import stop_server
+    from pytest_agentbench.run.execute import shutdown
+
     if warm is not None:
         warm.stop()
         shutdown.forget(config.stash[_controller_warm_forced_key])
-    adb = config.stash.get(_controller_adb_key, None)
     if adb is not None:
-        adb.kill_server()
+        stop_server(adb)
         shutdown.forget(config.stash[_controller_forced_key])
 
 
@@ -118,7 +144,7 @@ WARM_SOCKET_INPUT = "agentbench_warm_socket"
 
 def _wants_warm_starts(config: pytest.Config) -> bool:
     # Only when a run starts our Python programs: the built-in MCP server or the replay agent.
-    session = config.stash[session_key]
+    session = awake_session(config)
     options = session.options
     uses_ours = session.profile.name == "agentbench" or Path(options.claude).name == "agentbench-replay"
     return options.warm_start and uses_ours and not options.dry_run
@@ -129,9 +155,10 @@ def _start_shared_warm_starts(config: pytest.Config) -> None:
     # otherwise import the MCP SDK and the package again (about 0.5 s of CPU per worker).
     if not _distributes(config) or not _wants_warm_starts(config):
         return
+    from pytest_agentbench.run.execute import shutdown
     from pytest_agentbench.warm.forkserver import start_fork_server
 
-    warm = config.stash[_controller_warm_key] = start_fork_server(log_path=config.stash[session_key].options.output / WARM_LOG_NAME)
+    warm = config.stash[_controller_warm_key] = start_fork_server(log_path=awake_session(config).options.output / WARM_LOG_NAME)
     # A forced exit (a second signal) skips pytest_unconfigure; the server is told to go anyway.
     config.stash[_controller_warm_forced_key] = shutdown.on_force_exit(warm.ask_to_stop)
 
@@ -156,12 +183,15 @@ def warm_starts(config: pytest.Config) -> Iterator[None]:
     if not _wants_warm_starts(config):
         yield
         return
+    from pytest_agentbench.run.execute import shutdown
+    from pytest_agentbench.warm.launch import SOCKET_VARIABLE
+
     shared = getattr(config, "workerinput", {}).get(WARM_SOCKET_INPUT)
     warm = None
     if shared is None:
         from pytest_agentbench.warm.forkserver import start_fork_server
 
-        warm = start_fork_server(log_path=config.stash[session_key].options.output / WARM_LOG_NAME)
+        warm = start_fork_server(log_path=awake_session(config).options.output / WARM_LOG_NAME)
     forced = shutdown.on_force_exit(warm.ask_to_stop) if warm is not None else None
     previous = os.environ.get(SOCKET_VARIABLE)
     os.environ[SOCKET_VARIABLE] = shared if shared is not None else str(warm.socket_path)
@@ -180,6 +210,8 @@ def warm_starts(config: pytest.Config) -> Iterator[None]:
 @pytest.fixture
 def agentbench_device(request: pytest.FixtureRequest, agentbench_devices: DevicePool) -> Iterator[ClaimedDevice]:
     """A device for this test: ownership checked, benchmark lock held, allocation claim held."""
+    from pytest_agentbench.run.execute import shutdown
+
     with agentbench_devices.claim(holder=request.node.nodeid) as device:
         # Claim files are released by a forced exit too (a dead owner's claim is stale anyway).
         forced = shutdown.on_force_exit(device.release)
@@ -192,7 +224,9 @@ def agentbench_device(request: pytest.FixtureRequest, agentbench_devices: Device
 @pytest.fixture
 def agentbench_run_dir(request: pytest.FixtureRequest) -> Path:
     """This test's run directory under `--agentbench-output` (a suite's name, or the test's name)."""
-    session = request.config.stash[session_key]
+    from pytest_agentbench.run.execute import new_run_dir
+
+    session = awake_session(request.config)
     suite = getattr(request.node, "suite", None)
     output = session.options.output
     if not output.is_absolute():
@@ -203,7 +237,9 @@ def agentbench_run_dir(request: pytest.FixtureRequest) -> Path:
 @pytest.fixture
 def agentbench_private_daemon(request: pytest.FixtureRequest, agentbench_run_dir: Path) -> Iterator[PrivateDaemon]:
     """Directories for the MCP server's data, database, logs and sockets; sockets are removed after."""
-    profile = request.config.stash[session_key].profile
+    from pytest_agentbench.run.execute import PrivateDaemon
+
+    profile = awake_session(request.config).profile
     daemon = PrivateDaemon(agentbench_run_dir, profile.private_dirs(agentbench_run_dir)).create()
     yield daemon
     for name, path in daemon.dirs.items():
@@ -223,6 +259,9 @@ def agentbench_preflight(agentbench_device: ClaimedDevice, agentbench_run_dir: P
     steps, preflight ends with their before-snapshot (`PreflightResult.device_before`); the sources
     cleanup watches are read first, before the reset and the suite's seeds (`device_baseline`).
     """
+
+    from pytest_agentbench.run.execute import preflight_suite, run_preflight
+    from pytest_agentbench.suite import AppSpec, PreflightSpec, app_spec, preflight_spec
 
     def prepare(
         suite: Suite | None = None,

@@ -25,7 +25,7 @@ from pytest_agentbench.outcome import publish_outcome, run_suite_item
 from pytest_agentbench.pipeline import ConcludeContext, Scenario, rerender, resolve_result_paths, scenarios_of
 from pytest_agentbench.prove import run_prove_item
 from pytest_agentbench.run.execute import DRY_RUN_SECTION
-from pytest_agentbench.session import INSTANCE_PROPERTY, SUITE_PROPERTY, AgentbenchSession, session_key
+from pytest_agentbench.session import INSTANCE_PROPERTY, INVALID_SUITE_PROPERTY, SUITE_PROPERTY, AgentbenchSession, session_key
 from pytest_agentbench.suite import Suite, load_suite
 from pytest_agentbench.suite.instance import instantiate, item_name, prove_item_name
 from pytest_agentbench.suite.params import instance_space
@@ -48,10 +48,18 @@ def node_id(parent: pytest.Collector, name: str) -> str:
 
 
 class SuiteFile(pytest.File):
-    """A suite YAML file; collecting it validates the suite and yields one item per run (`--agentbench-repeat`)."""
+    """A suite YAML file; collecting it validates the suite and yields one item per run (`--agentbench-repeat`).
+
+    A suite that does not load (a typo'd key, no prompt, a YAML syntax error) becomes one
+    InvalidSuiteItem that fails with the problems, so it stops no other suite.
+    """
 
     def collect(self) -> Iterator[pytest.Item]:
-        suite = load_suite(self.path, self.config.rootpath)
+        try:
+            suite = load_suite(self.path, self.config.rootpath)
+        except SuiteError as exc:
+            yield InvalidSuiteItem.from_parent(self, name=self.path.stem, error=exc)
+            return
         options = self.config.stash[session_key].options
         space = instance_space(suite.raw.get("params"))
         if suite.raw.get("params") and options.repeat > space:
@@ -60,16 +68,20 @@ class SuiteFile(pytest.File):
                 f"runs each of them {options.repeat // space}{'' if options.repeat % space == 0 else f' or {options.repeat // space + 1}'} "
                 f"times (r{space + 1} starts over)"
             ))
-        if options.prove:
-            # --agentbench-prove: the suite's proof items replace its run items, for every seeded
-            # instance (--agentbench-repeat N proves N), so a check is proven on the values it judges.
-            for repeat in range(1, options.repeat + 1):
-                yield from prove_items(self, instantiate(suite, seed=options.seed, repeat=repeat), repeats=options.repeat)
-            return
         for repeat in range(1, options.repeat + 1):
+            try:
+                instance = instantiate(suite, seed=options.seed, repeat=repeat)
+            except SuiteError as exc:
+                name = f"{suite.name}[r{repeat}]"
+                yield InvalidSuiteItem.from_parent(self, name=name, nodeid=node_id(self, name), error=exc)
+                continue
+            if options.prove:
+                # --agentbench-prove: the suite's proof items replace its run items, for every seeded
+                # instance (--agentbench-repeat N proves N), so a check is proven on the values it judges.
+                yield from prove_items(self, instance, repeats=options.repeat)
+                continue
             # Each repeat is its own seeded instance and its own full run (its own run directory),
             # so pytest-xdist can hand the repeats of one suite to different workers and phones.
-            instance = instantiate(suite, seed=options.seed, repeat=repeat)
             name = item_name(instance, repeats=options.repeat)
             yield SuiteItem.from_parent(self, name=name, nodeid=node_id(self, name), suite=instance)
 
@@ -78,6 +90,33 @@ class SuiteFile(pytest.File):
         if isinstance(excinfo.value, SuiteError):
             return str(excinfo.value)
         return super().repr_failure(excinfo)
+
+
+class InvalidSuiteItem(pytest.Item):
+    """A suite file that does not load, as the one item that fails with its problems (the other suites still run).
+
+    It is not a run: it carries no suite property (so the statistics do not count it as an
+    incomplete run) but `INVALID_SUITE_PROPERTY`, from which the session lists it (the summary,
+    `invalidSuites` in the session document); JUnit records its failure like any other.
+    """
+
+    def __init__(self, *, error: SuiteError, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.error = error
+        self.add_marker(pytest.mark.agentbench)
+        self.user_properties.append((INVALID_SUITE_PROPERTY, str(error)))
+
+    def runtest(self) -> None:
+        # Failed in the call, not at setup, so even a dry run reports it (and repr_failure renders it).
+        raise self.error
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        if isinstance(excinfo.value, SuiteError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, 0, f"invalid suite: {self.name}"
 
 
 def failure_text(error: AgentbenchError, tbstyle: str) -> str:

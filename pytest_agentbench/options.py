@@ -5,19 +5,25 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_agentbench.device.selection import parse_device_option
-from pytest_agentbench.run.execute import SandboxMode, resolve_mode
-from pytest_agentbench.sessionseed import resolve as resolve_seed
-from pytest_agentbench.sessionseed import seed_records
-from pytest_agentbench.suite.params import DEFAULT_SEED, parse_seed
+if TYPE_CHECKING:
+    from pytest_agentbench.run.execute import SandboxMode
+
+# This module is imported by every pytest run (the entry point adds the options): what the
+# options need beyond that (the device grammar, the seed parser and the session seed, the
+# sandbox) is imported where it is used, so a run that gives no agentbench option loads none of
+# it (wake.py).
 
 DEFAULT_OUTPUT = "scratch/agent-benchmarks"
 DEFAULT_CLAUDE = "claude"
 DEFAULT_SERVER = "agentbench"
 DEFAULT_SUITE_DIRS = ("suites",)
+#: `suite.params.DEFAULT_SEED`, named here so that adding the options does not import the params
+#: machinery (jsonschema); tests/plugin/test_idle.py checks that the two agree.
+DEFAULT_SEED = 0
 SANDBOX_CHOICES = ("auto", "on", "off")
 #: `--agentbench-json -`: the document to stdout instead of a file.
 JSON_STDOUT = "-"
@@ -52,6 +58,8 @@ def _device_option(value: str) -> str:
     # Checked once here, so a bad --device is one usage error before collection, not an error in every item.
     if not value.strip():
         raise argparse.ArgumentTypeError(f"Invalid device serial {value!r}: expected a non-empty value")
+    from pytest_agentbench.device.selection import parse_device_option
+
     try:
         parse_device_option(value)
     except ValueError as exc:
@@ -67,10 +75,21 @@ def _repeat_option(value: str) -> int:
 
 
 def _seed_option(value: str) -> int:
+    from pytest_agentbench.suite.params import parse_seed
+
     try:
         return parse_seed(value)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"Invalid seed {value!r}: {exc}") from None
+
+
+#: Every command-line option `add_options` registered: its dest and its default.
+_DEFAULTS: dict[str, Any] = {}
+
+
+def given_options(config: pytest.Config) -> tuple[str, ...]:
+    """The plugin's command-line options this session sets to other than their default (ini settings alone set none)."""
+    return tuple(dest for dest, default in _DEFAULTS.items() if config.getoption(dest, default) != default)
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -153,6 +172,7 @@ def add_options(parser: pytest.Parser) -> None:
         "--agentbench-doctor", dest="agentbench_doctor", action="store_true", default=False,
         help="Read the device and print, per suite, ready or what the image lacks and the remedy; no agent runs (docs/doctor.md)",
     )
+    _DEFAULTS.update((option.dest, option.default) for option in group.options)
     parser.addini("agentbench_output", help="Artifact root for run directories, relative to the rootdir", default=DEFAULT_OUTPUT)
     parser.addini(
         "agentbench_suite_dirs", type="args", default=list(DEFAULT_SUITE_DIRS),
@@ -253,15 +273,18 @@ class AgentbenchOptions:
             raise pytest.UsageError("--agentbench-doctor reads the device and runs no suite: it cannot be combined with "
                                     "--agentbench-dry-run, --agentbench-prove, --agentbench-record-baseline, "
                                     "--agentbench-from-result or --agentbench-repeat")
+        from pytest_agentbench.run.execute import SandboxMode, deferred_mode
+        from pytest_agentbench.sessionseed import resolve as resolve_seed
+        from pytest_agentbench.sessionseed import seed_records
+
         requested = config.getoption("agentbench_sandbox") or "auto"
         if dry_run or prove or doctor or config.getoption("agentbench_from_result"):
             # No agent runs: nothing to confine, and no probe.
             sandbox = SandboxMode("off", requested, reason="no agent runs in this session")
         else:
-            try:
-                sandbox = resolve_mode(requested)
-            except ValueError as exc:
-                raise pytest.UsageError(str(exc)) from None
+            # Probed when the first run needs it, or before collection when the session will run
+            # agents (usage.py), so --co, --fixtures or --help start no bwrap.
+            sandbox = deferred_mode(requested)
         private = [config.getoption("agentbench_json"), html_path, compare, getattr(config.option, "xmlpath", None)]
         private_paths = (*seed_records(config), *((invocation_dir / path).absolute() for path in private if path and path != JSON_STDOUT))
         return cls(

@@ -21,7 +21,7 @@ from pytest_agentbench.run.execute import DRY_RUN_SECTION, agent_workdir_parent,
 from pytest_agentbench.servers import ServerProfile, get_profile
 from pytest_agentbench.sessionseed import WORKER_KEY, remember, resolve
 from pytest_agentbench.suite import Suite
-from pytest_agentbench.usage import named_paths, names_suites
+from pytest_agentbench.usage import informational, named_paths, names_suites
 
 session_key = pytest.StashKey["AgentbenchSession"]()
 
@@ -30,6 +30,8 @@ RESULT_PROPERTY = "agentbench_result_json"
 #: User properties every suite item carries from its creation (setup reports too).
 SUITE_PROPERTY = "agentbench_suite"
 INSTANCE_PROPERTY = "agentbench_instance"
+#: The user property of a suite file that does not load (items.InvalidSuiteItem): its problems.
+INVALID_SUITE_PROPERTY = "agentbench_invalid_suite"
 
 
 class AgentbenchSession:
@@ -48,8 +50,10 @@ class AgentbenchSession:
             self.profile: ServerProfile = get_profile(self.options.server, automobile_dir=self.options.automobile_dir)
         except ConfigError as exc:
             raise pytest.UsageError(str(exc)) from exc
-        # A dry run, a re-render, a prove and the doctor run no agent, so only a measured run refuses a stale build.
-        measures = not self.options.dry_run and not self.options.from_results and not self.options.prove and not self.options.doctor
+        # A dry run, a re-render, a prove, the doctor and an informational command (--co, --fixtures,
+        # --help) run no agent, so only a measured run refuses a stale build.
+        measures = (not self.options.dry_run and not self.options.from_results and not self.options.prove
+                    and not self.options.doctor and not informational(config))
         stale = self.profile.stale_build() if self.profile.stale_build and measures else None
         if stale:
             raise pytest.UsageError(f"agentbench_server = {self.profile.name}: {stale}")
@@ -69,6 +73,8 @@ class AgentbenchSession:
         self.result_of: dict[str, RunResult] = {}
         # Suite items whose run failed before it wrote a result (setup error, crash), by node id.
         self.unrecorded: dict[str, Unrecorded] = {}
+        # Suite files that do not load, by node id: their problems (from the reports, or the items under --co).
+        self.invalid: dict[str, str] = {}
         self.started_at = _now()
         # Whether a suite's item ran (its reports carry the suite): only then is the seed kept for a rerun.
         self.ran_suites = False
@@ -104,9 +110,20 @@ class AgentbenchSession:
         node.workerinput[WORKER_KEY] = self.options.seed
 
     @pytest.hookimpl
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        if self.config.option.collectonly:
+            # --co runs nothing, so no report names them: list them from the items.
+            for item in session.items:
+                problems = dict(getattr(item, "user_properties", ())).get(INVALID_SUITE_PROPERTY)
+                if problems is not None:
+                    self.invalid[item.nodeid] = problems
+
+    @pytest.hookimpl
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         properties = dict(report.user_properties)
         self.ran_suites = self.ran_suites or SUITE_PROPERTY in properties
+        if report.failed and INVALID_SUITE_PROPERTY in properties:
+            self.invalid[report.nodeid] = properties[INVALID_SUITE_PROPERTY]
         if report.failed and report.when in ("setup", "call") and SUITE_PROPERTY in properties and RESULT_PROPERTY not in properties:
             # No result document: the statistics count it as incomplete rather than lose it.
             self.unrecorded[report.nodeid] = Unrecorded(
@@ -146,6 +163,7 @@ class AgentbenchSession:
             unrecorded=tuple(run.to_json() for run in self.unrecorded.values()),
             comparison=comparison_block(comparison) if comparison is not None else None,
             interrupted=_interruption(self.config),
+            invalid_suites=tuple({"nodeid": nodeid, "problems": problems} for nodeid, problems in self.invalid.items()),
         )
 
     def session_document(self) -> dict[str, Any]:
@@ -159,10 +177,11 @@ class AgentbenchSession:
             return
         if self.ran_suites:
             remember(self.config, self.options.seed)
-        # An incomplete run is reported as xfail, yet the seed's harness exits 1 for it.
-        if exitstatus == 0 and any(result.status != "passed" for result in self.results):
+        # An incomplete run is reported as xfail, yet the seed's harness exits 1 for it; a suite
+        # that does not load fails `--co` too (it ran nothing, but a suite is broken).
+        if exitstatus == 0 and (any(result.status != "passed" for result in self.results) or self.invalid):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        if not self.results and not self.unrecorded and _interruption(self.config) is None:
+        if not self.results and not self.unrecorded and not self.invalid and _interruption(self.config) is None:
             return
         statistics = self.statistics()
         _add_junit_properties(self.config, [("agentbench.seed", str(self.options.seed)), *junit_properties(statistics)])
@@ -178,6 +197,9 @@ class AgentbenchSession:
 
     @pytest.hookimpl
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if self.invalid and self.config.get_verbosity() == -1 and self.config.option.collectonly:
+            # `--co -q` lists node ids only: a broken suite is an error, said even there.
+            self._write_invalid(terminalreporter)
         if self.config.get_verbosity() < 0:
             return
         if self.dry_runs:
@@ -185,10 +207,13 @@ class AgentbenchSession:
             for nodeid, text in self.dry_runs:
                 terminalreporter.write_sep("-", nodeid)
                 terminalreporter.write_line(text)
-        if not self.results and not self.unrecorded:
+        if not self.results and not self.unrecorded and not self.invalid:
             return
         # The default `-r fE` hides xfails, so incomplete runs would vanish without this section.
         terminalreporter.write_sep("=", "agentbench")
+        self._write_invalid(terminalreporter)
+        if not self.results and not self.unrecorded:
+            return
         width = min(terminalreporter._tw.fullwidth, 120)
         reportchars = str(getattr(self.config.option, "reportchars", "") or "")
         parts = render_section(
@@ -200,6 +225,13 @@ class AgentbenchSession:
                 terminalreporter.write_sep("-", part.text)
             else:
                 terminalreporter.write_line(part.text, **({"yellow": True, "bold": True} if part.kind == "warning" else {}))
+
+    def _write_invalid(self, terminalreporter: pytest.TerminalReporter) -> None:
+        for nodeid, problems in self.invalid.items():
+            first, *rest = problems.splitlines() or [""]
+            terminalreporter.write_line(f"INVALID {nodeid} - {first}", red=True)
+            for line in rest:
+                terminalreporter.write_line(line)
 
 
 def _add_junit_properties(config: pytest.Config, properties: list[tuple[str, str]]) -> None:

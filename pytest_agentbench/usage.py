@@ -3,25 +3,28 @@
 A benchmark that cannot run should say so once, before anything is collected, not as one
 error per suite after each suite's preflight. Every check here runs only for a session that
 names suites (`pytest benchmark/`, a suite file) and will run them: a dry run, a re-render,
-`--collect-only` and the project's own `pytest tests/` are never refused for want of a phone.
+an informational command (`--collect-only`, `--fixtures`, `--markers`, `--help`) and the
+project's own `pytest tests/` are never refused for want of a phone, an agent or a sandbox.
+
+The entry point imports this module for `named_paths` and `names_suites` (wake.py), so the
+device layer and the run stage are imported only inside the checks that need them.
 """
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import os
 import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_agentbench.device.adb import Adb, AdbEndpoint
-from pytest_agentbench.device.pool import candidates_for, ensure_server
-from pytest_agentbench.device.selection import parse_device_entries
-from pytest_agentbench.errors import DeviceUnavailable
-from pytest_agentbench.options import AgentbenchOptions
-from pytest_agentbench.run.execute import agent_kind
+if TYPE_CHECKING:
+    from pytest_agentbench.device.adb import Adb
+    from pytest_agentbench.options import AgentbenchOptions
 
 #: The one line every device refusal ends with: how to look, and how to run without a phone.
 DEVICE_REMEDY = ("check what adb sees with `adb devices`, name a phone with `--device SERIAL`, "
@@ -67,9 +70,18 @@ def names_suites(named: Sequence[Path], suite_dirs: Sequence[str], norecurse: Se
     return False
 
 
+#: pytest's options (their dests) that print something and run no test: they need no agent, device or sandbox.
+INFORMATIONAL = ("collectonly", "showfixtures", "show_fixtures_per_test", "markers", "help", "version")
+
+
+def informational(config: pytest.Config) -> bool:
+    """Whether the command only shows something (`--co`, `--fixtures`, `--fixtures-per-test`, `--markers`, `--help`, `--version`)."""
+    return any(getattr(config.option, dest, False) for dest in INFORMATIONAL)
+
+
 def uses_devices(config: pytest.Config, options: AgentbenchOptions) -> bool:
-    """Whether this session drives devices (not a dry run, a re-render or --collect-only)."""
-    return not (options.dry_run or options.from_results or config.option.collectonly)
+    """Whether this session drives devices (not a dry run, a re-render or an informational command)."""
+    return not (options.dry_run or options.from_results or informational(config))
 
 
 def runs_agents(config: pytest.Config, options: AgentbenchOptions) -> bool:
@@ -89,17 +101,47 @@ def agent_problem(command: str, environ: Mapping[str, str]) -> str | None:
         return f"the agent program {command} (--claude) {what}: pass the path of an executable agent program"
     if shutil.which(command, path=environ.get("PATH")):
         return None
+    ours = console_scripts()
+    close = difflib.get_close_matches(command, sorted(set(ours) | set(path_programs(environ))), n=1, cutoff=0.8)
     hint = ""
     if command == "claude":
         hint = ": install Claude Code (`npm install -g @anthropic-ai/claude-code`),"
-    elif command.startswith("agentbench-"):
+    elif command in ours:
         hint = ": it is this package's console script, so activate the virtualenv it is installed in, pass its full path,"
+    elif close:
+        # A typo of a program that exists (`agentbench-replai`): name it rather than send the user to their virtualenv.
+        return f"the agent program {command!r} (--claude) is not on PATH: did you mean `--claude {close[0]}`?"
     return (f"the agent program {command!r} (--claude) is not on PATH{hint} or pass another agent with --claude "
             "(without a model, `--claude agentbench-replay` plays each suite's scripted plan)")
 
 
+def console_scripts() -> tuple[str, ...]:
+    """This package's console scripts (`agentbench-replay`, `agentbench-agent`, ...), from its installed metadata."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    try:
+        entry_points = distribution("pytest-agentbench").entry_points
+    except PackageNotFoundError:
+        return ()
+    return tuple(entry.name for entry in entry_points if entry.group == "console_scripts")
+
+
+def path_programs(environ: Mapping[str, str]) -> set[str]:
+    """The names of the executables on PATH (what a mistyped `--claude` is compared with)."""
+    names: set[str] = set()
+    for directory in (environ.get("PATH") or "").split(os.pathsep):
+        try:
+            with os.scandir(directory or ".") as entries:
+                names |= {entry.name for entry in entries if entry.is_file() and os.access(entry.path, os.X_OK)}
+        except OSError:
+            continue
+    return names
+
+
 def agent_settings_problem(command: str, environ: Mapping[str, str]) -> str | None:
     """Why the agent's required settings are missing or malformed (agentbench-agent's endpoint), or None."""
+    from pytest_agentbench.run.execute import agent_kind
+
     if agent_kind(command) != "openai":
         return None
     # Imported only here: the endpoint module pulls in the OpenAI client.
@@ -118,6 +160,10 @@ def device_problem(options: AgentbenchOptions, *, pinnable: bool, adb: Adb) -> s
     The session's adb server must already run (see `ensure_server`); servers named by
     `HOST:PORT/SERIAL` are asked as they are.
     """
+    from pytest_agentbench.device.pool import candidates_for
+    from pytest_agentbench.device.selection import parse_device_entries
+    from pytest_agentbench.errors import DeviceUnavailable
+
     sim_count, entries = parse_device_entries(options.device)
     if sim_count:
         return None
@@ -130,6 +176,8 @@ def device_problem(options: AgentbenchOptions, *, pinnable: bool, adb: Adb) -> s
 
 def uses_own_server(options: AgentbenchOptions) -> bool:
     """Whether the session's device needs the session's own adb server (not only servers named HOST:PORT)."""
+    from pytest_agentbench.device.selection import parse_device_entries
+
     sim_count, entries = parse_device_entries(options.device)
     return bool(sim_count) or not entries or any(entry.endpoint is None for entry in entries)
 
@@ -153,21 +201,54 @@ def check_before_collection(config: pytest.Config, options: AgentbenchOptions, *
         return None
     problems = []
     if runs_agents(config, options):
-        problems += [p for p in (agent_problem(options.claude, environ), agent_settings_problem(options.claude, environ)) if p]
-    started = None
-    sim_count, _ = parse_device_entries(options.device)
-    if not sim_count:
-        adb = Adb(AdbEndpoint.from_environ())
-        try:
-            if uses_own_server(options) and ensure_server(adb):
-                started = adb
-            problem = device_problem(options, pinnable=pinnable, adb=adb)
-        except DeviceUnavailable as exc:
-            problem = f"{exc}; {DEVICE_REMEDY}"
-        if problem:
-            problems.append(problem)
+        problems += [p for p in (agent_problem(options.claude, environ), agent_settings_problem(options.claude, environ),
+                                 sandbox_problem(options)) if p]
+    started, problem = _session_server(options, pinnable=pinnable)
+    if problem:
+        problems.append(problem)
     if problems:
         if started is not None:
-            started.kill_server()
+            from pytest_agentbench.device.pool import stop_server
+
+            stop_server(started)
         raise pytest.UsageError(*problems)
     return started
+
+
+def sandbox_problem(options: AgentbenchOptions) -> str | None:
+    """Why `--agentbench-sandbox on` cannot be had here, or None; the one place a session that runs agents probes bwrap early."""
+    resolve = getattr(options.sandbox, "resolve", None)
+    if resolve is None:
+        return None
+    try:
+        resolve()
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def _session_server(options: AgentbenchOptions, *, pinnable: bool) -> tuple[Adb | None, str | None]:
+    """The session's own adb server, answering (started when none listens), and why its devices cannot be had, or None.
+
+    A stuck server is named here, once, rather than as `stopped answering` in every run.
+    """
+    from pytest_agentbench.device.adb import Adb, AdbEndpoint
+    from pytest_agentbench.device.pool import ensure_answering, ensure_server
+    from pytest_agentbench.device.selection import parse_device_entries
+    from pytest_agentbench.errors import DeviceUnavailable
+
+    adb = Adb(AdbEndpoint.from_environ())
+    sim_count, _ = parse_device_entries(options.device)
+    started = None
+    if uses_own_server(options):
+        # Simulated phones need no device listed: the pool starts the server with them, so only a stuck one is looked at here.
+        try:
+            started = adb if (ensure_answering(adb) if sim_count else ensure_server(adb)) else None
+        except DeviceUnavailable as exc:
+            return None, str(exc)
+    if sim_count:
+        return started, None
+    try:
+        return started, device_problem(options, pinnable=pinnable, adb=adb)
+    except DeviceUnavailable as exc:
+        return started, f"{exc}; {DEVICE_REMEDY}"

@@ -10,6 +10,26 @@ from pathlib import Path
 
 import pytest
 
+# The plugin builds its session only when a run uses it (pytest_agentbench/wake.py), so this test
+# session, which gives no agentbench option, would import the session's modules first inside a
+# pytester inline run, whose end drops them from sys.modules: the next inline run would import
+# them again, slowly, beside the copies that other modules still hold. Import them once here.
+import pytest_agentbench.doctor.plugin  # noqa: F401
+import pytest_agentbench.htmlreport  # noqa: F401
+import pytest_agentbench.items  # noqa: F401
+import pytest_agentbench.session  # noqa: F401
+
+# The fixtures several test modules share are registered here, once. Imported into each module
+# instead, a fixture is registered once per module with the same function, and `pytest --fixtures`
+# sorts its entries by (length of the node id, module, path, name): two modules whose ids have the
+# same length tie, pytest compares the FixtureDefs themselves and stops with an INTERNALERROR
+# (tests/shared/test_fixture_imports.py keeps it so).
+from adbserver import module_adb_server, private_adb_server  # noqa: F401
+from codexcli import codex_bin  # noqa: F401
+from fake_anthropic import claude_bin  # noqa: F401
+from geminicli import gemini_bin  # noqa: F401
+from simfixtures import private_adb  # noqa: F401
+
 #: Every process the tests start inherits this variable, so one that left our process tree
 #: (an adb server that daemonized, a detached MCP daemon) is still recognised as ours.
 OWNER_VARIABLE = "AGENTBENCH_TEST_SESSION"
@@ -135,7 +155,7 @@ E2E_FIXTURES = frozenset({"pytester", "module_adb_server", "private_adb_server",
 #: Modules whose tests run whole sessions, real servers, the real Claude Code CLI or a browser
 #: through helpers of their own rather than through those fixtures.
 E2E_MODULES = frozenset({
-    "test_baseline_e2e", "test_claude_cli", "test_device_adb", "test_device_checks_e2e", "test_harness_problems",
+    "test_baseline_e2e", "test_claude_cli", "test_adb_server", "test_device_adb", "test_device_checks_e2e", "test_harness_problems",
     "test_html_browser", "test_jobs_e2e", "test_mcp_server", "test_mobile_mcp", "test_model_agent_e2e",
     "test_model_episode_e2e", "test_observe_economy", "test_postrun_daemon", "test_repeats_e2e", "test_replay",
     "test_rerender", "test_rerender_faults", "test_run_e2e", "test_run_faults", "test_runner", "test_sandbox",

@@ -31,7 +31,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # The one path from a finished run to its result: above the report, below the glue.
     ("pipeline",),
     ("plugin", "session", "options", "fixtures", "items", "outcome", "htmlreport", "prove", "progress", "doctor", "usage",
-     "interruption", "failures", "sessionseed"),
+     "interruption", "failures", "sessionseed", "wake"),
 )
 # Products that stand alone: they may use the stages (the MCP server drives devices, the agents
 # parse transcripts), but no stage below the glue may depend on them.

@@ -43,7 +43,10 @@ def test_starts_and_stops():
     [(LEAVES_A_GROUP, True, "left-in-its-group"), (DAEMONIZES, True, "os.setsid()"), (STOPS_IT, False, "")],
     ids=["own-group-left", "daemon-left", "stopped"],
 )
-def test_guard_fails_the_session_for_a_leftover(pytester: pytest.Pytester, body: str, leaked: bool, named: str) -> None:
+def test_guard_fails_the_session_for_a_leftover(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, body: str, leaked: bool,
+                                               named: str) -> None:
+    # The conftest registers the shared fixtures from the helpers beside it (adbserver, ...).
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(CONFTEST.parent), os.environ.get("PYTHONPATH")])))
     pids = pytester.path / "pids.txt"
     pids.write_text("", encoding="utf-8")
     pytester.makeconftest(CONFTEST.read_text(encoding="utf-8").replace("SETTLE_S = 10.0", "SETTLE_S = 1.0"))

@@ -35,6 +35,8 @@ __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "Adb", "AdbEndpoint", "DeviceInfo", "
 
 # Host-side commands (devices, connect) answer at once; only device work gets the caller's timeout.
 HOST_COMMAND_TIMEOUT_S = 10.0
+#: In the environment of every adb server this harness starts (its value: the starting pid).
+SERVER_MARK = "AGENTBENCH_ADB_SERVER"
 # adb's own sync chunk size; every server and device accepts it.
 SYNC_CHUNK = 64 * 1024
 _S_IFREG = 0o100000
@@ -91,7 +93,9 @@ class Adb:
                 f"no adb server answers at {self.endpoint}, and a remote server cannot be started from here"
             )
         adb = self.adb_binary()
-        env = {**os.environ, "ANDROID_ADB_SERVER_PORT": str(self.endpoint.port)}
+        # The mark tells a later session that this harness started the server (device/server.py):
+        # the daemon adb forks keeps it in its environment.
+        env = {**os.environ, "ANDROID_ADB_SERVER_PORT": str(self.endpoint.port), SERVER_MARK: str(os.getpid())}
         env.pop("ADB_SERVER_SOCKET", None)
         try:
             completed = subprocess.run(
@@ -137,9 +141,9 @@ class Adb:
             )
         return found
 
-    def version(self) -> int:
+    def version(self, *, timeout_s: float = HOST_COMMAND_TIMEOUT_S) -> int:
         """The adb server's protocol version (41 for platform-tools 29+)."""
-        return int(self._host_query("host:version"), 16)
+        return int(self._host_query("host:version", timeout_s=timeout_s), 16)
 
     # ---------------------------------------------------------------- host commands
 
@@ -328,8 +332,8 @@ class Adb:
         with self._count_lock:
             self.round_trips += 1
 
-    def _host_query(self, service: str) -> str:
-        deadline = time.monotonic() + HOST_COMMAND_TIMEOUT_S
+    def _host_query(self, service: str, *, timeout_s: float = HOST_COMMAND_TIMEOUT_S) -> str:
+        deadline = time.monotonic() + timeout_s
         self._count()
         with _HostConnection(self.endpoint, deadline).open() as conn:
             try:
@@ -338,8 +342,11 @@ class Adb:
             except _AdbFail as exc:
                 raise DeviceError(f"adb server refused {service}: {exc}", command=service, output=str(exc)) from exc
             except (OSError, ValueError) as exc:
+                # A server that accepts and never answers stays so: say how to get rid of it.
                 raise DeviceLost(
-                    f"the adb server at {self.endpoint} stopped answering `{service}` ({exc})", command=service
+                    f"the adb server at {self.endpoint} stopped answering `{service}` ({exc}); if it stays stuck, "
+                    f"stop it (`adb -P {self.endpoint.port} kill-server`, or end the process listening on port "
+                    f"{self.endpoint.port}) and run again", command=service
                 ) from exc
 
     def _device_connection(self, serial: str, service: str, deadline: float, *, what: str) -> _HostConnection:

@@ -22,6 +22,7 @@ from pytest_agentbench.device.claims import (
     reclaim_after_agent,
 )
 from pytest_agentbench.device.selection import DeviceEntry, choose_devices
+from pytest_agentbench.device.server import ensure_answering, ensure_server, stop_server  # noqa: F401 (the session's adb server)
 from pytest_agentbench.errors import DeviceBusy, DeviceError, DeviceUnavailable
 
 
@@ -231,18 +232,3 @@ def share_of(count: int, *, workers: int, index: int) -> int:
     return max(1, count // workers + (1 if index < count % workers else 0))
 
 
-def ensure_server(adb: Adb) -> bool:
-    """Start the adb server if none listens; True when this process started it (and so stops it)."""
-    if adb.server_running():
-        return False
-    try:
-        adb.ensure_server()
-    except DeviceUnavailable:
-        # Another process (an xdist sibling) may have won the race to start it.
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
-            if adb.server_running():
-                return False
-            time.sleep(0.1)
-        raise
-    return True

@@ -336,6 +336,8 @@ class SessionResult:
         comparison: `report.ab.comparison_block(...)` with `--agentbench-compare`.
         interrupted: A session that ended early: `{"by", "runsCollected", "notRun"}` (what stopped
             it, how many runs it collected, the node ids of those that got no verdict).
+        invalid_suites: Suite files that did not load, `{"nodeid", "problems"}` each (`invalidSuites`,
+            written only when there is one): not runs, so in no count or statistic.
     """
 
     runs: tuple[RunResult, ...]
@@ -352,6 +354,7 @@ class SessionResult:
     comparison: Mapping[str, Any] | None = None
     timing: Mapping[str, Any] | None = None
     interrupted: Mapping[str, Any] | None = None
+    invalid_suites: tuple[Mapping[str, Any], ...] = ()
 
     @classmethod
     def of(cls, runs: Sequence[RunResult], **fields: Any) -> SessionResult:
@@ -384,6 +387,8 @@ class SessionResult:
             document["comparison"] = _plain(dict(self.comparison))
         if self.interrupted is not None:
             document["interrupted"] = _plain(dict(self.interrupted))
+        if self.invalid_suites:
+            document["invalidSuites"] = [_plain(dict(suite)) for suite in self.invalid_suites]
         return document
 
     @classmethod
@@ -401,6 +406,7 @@ class SessionResult:
             comparison=_plain(data.get("comparison")),
             timing=_plain(data.get("timing")),
             interrupted=_plain(data.get("interrupted")) if isinstance(data.get("interrupted"), Mapping) else None,
+            invalid_suites=tuple(_plain(dict(suite)) for suite in data.get("invalidSuites") or () if isinstance(suite, Mapping)),
         )
 
 

@@ -64,6 +64,35 @@ def resolve_mode(requested: str, availability: bwrap.Availability | None = None)
     return SandboxMode("off", requested, reason=found.reason)
 
 
+class DeferredMode:
+    """`--agentbench-sandbox` as asked, resolved by `resolve_mode` the first time anything reads it.
+
+    The probe starts bwrap twice; a pytest session that runs no agent (`--co`, `--fixtures`, a
+    project's own tests beside the plugin) must not pay for it. It reads as the SandboxMode it
+    resolves to; `resolve()` probes now (a ValueError for `on` where bwrap cannot confine).
+    """
+
+    def __init__(self, requested: str) -> None:
+        self.requested = requested
+        self._mode: SandboxMode | None = None
+
+    def resolve(self) -> SandboxMode:
+        if self._mode is None:
+            self._mode = resolve_mode(self.requested)
+        return self._mode
+
+    def __getattr__(self, name: str) -> Any:
+        # Only for what the instance lacks (`on`, `mode`, `tool`, `reason`, `component`).
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.resolve(), name)
+
+
+def deferred_mode(requested: str) -> SandboxMode:
+    """`--agentbench-sandbox` -> a SandboxMode probed on first use (see DeferredMode)."""
+    return DeferredMode(requested)  # type: ignore[return-value]
+
+
 def _executable(command: str, env: Mapping[str, str]) -> bool:
     if os.sep in command:
         return os.path.isfile(command) and os.access(command, os.X_OK)

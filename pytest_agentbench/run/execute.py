@@ -37,7 +37,7 @@ from pytest_agentbench.suite import checks_of_suite
 # measure_run and finish_device_work, these are the parts of a run it sets up or shows itself.
 from pytest_agentbench.run import shutdown  # noqa: F401 (the glue's signal handling)
 from pytest_agentbench.run.artifacts import new_run_dir  # noqa: F401 (the run directory fixture)
-from pytest_agentbench.run.confine import resolve_mode  # noqa: F401 (--agentbench-sandbox)
+from pytest_agentbench.run.confine import deferred_mode, resolve_mode  # noqa: F401 (--agentbench-sandbox)
 from pytest_agentbench.run.dryrun import SECTION as DRY_RUN_SECTION  # noqa: F401
 from pytest_agentbench.run.dryrun import current_environ, dry_run_text  # noqa: F401 (--agentbench-dry-run)
 from pytest_agentbench.run.preflight import DEVICE_STAGING_DIR, PreflightResult, run_preflight  # noqa: F401

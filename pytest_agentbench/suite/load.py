@@ -299,6 +299,28 @@ def _prove_placeholder_problems(prove: Mapping[str, Any], declared: Mapping[str,
     return problems
 
 
+def _yaml_error_text(exc: yaml.MarkedYAMLError) -> str:
+    """A YAML error as `line L, column C: what`, L being the line of the fault, not where the parser noticed it.
+
+    The scanner reports a token it could not finish (a key without its `:`, an unclosed quote)
+    where it gave up, at the start of a later line: the fault is where the token began. The
+    parser reports an unclosed `[` or `{` where the next line's content is not `,`: the fault
+    is the bracket's line, and the line it noticed is named too.
+    """
+    problem, context = exc.problem_mark, exc.context_mark
+    what = " ".join(part for part in (exc.context, exc.problem) if part)
+    mark, noticed = problem or context, None
+    if problem is not None and context is not None and context.line < problem.line:
+        if isinstance(exc, yaml.scanner.ScannerError) and problem.column == 0:
+            mark = context
+        elif isinstance(exc, yaml.parser.ParserError) and (exc.context or "").startswith("while parsing a flow"):
+            mark, noticed = context, problem
+    if mark is None:
+        return f"somewhere: {what}"
+    where = f"line {mark.line + 1}, column {mark.column + 1}: {what}"
+    return where + (f" (on line {noticed.line + 1}, column {noticed.column + 1})" if noticed is not None else "")
+
+
 def _parse_yaml(path: Path, problems: list[str]) -> tuple[Any, int]:
     """Read the one YAML document of a suite file; returns (data, 0-based line of `name`)."""
     try:
@@ -311,10 +333,7 @@ def _parse_yaml(path: Path, problems: list[str]) -> tuple[Any, int]:
         node = loader.get_single_node()
         data = loader.construct_document(node) if node is not None else None
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "somewhere"
-        what = " ".join(part for part in (exc.context, exc.problem) if part)
-        problems.append(f"(yaml) {where}: {what}")
+        problems.append(f"(yaml) {_yaml_error_text(exc)}")
         return None, 0
     except yaml.YAMLError as exc:
         problems.append(f"(yaml): {exc}")

@@ -21,7 +21,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from adbserver import module_adb_server  # noqa: F401  (fixture)
 from claude_scenarios import (
     SCENARIOS,
     Scenario,
@@ -29,7 +28,7 @@ from claude_scenarios import (
     device_serial,
     screen_counts,
 )
-from fake_anthropic import CLAUDE_VERSION, DEFAULT_MODEL, FakeAnthropic, MessagesRequest, claude_bin  # noqa: F401  (fixture)
+from fake_anthropic import CLAUDE_VERSION, DEFAULT_MODEL, FakeAnthropic, MessagesRequest
 
 from pytest_agentbench.run import sandbox
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from clirun import MCP_SERVER, PROMPT, CliRun, group_gone, run_cli
-from codexcli import CODEX_KEY_VARIABLE, codex_bin, codex_config  # noqa: F401  (codex_bin is a fixture)
+from codexcli import CODEX_KEY_VARIABLE, codex_config
 from fake_openai_responses import (
     FakeResponses,
     HttpError,

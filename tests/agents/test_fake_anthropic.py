@@ -21,9 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from fake_anthropic import (  # noqa: F401  (claude_bin is a fixture)
+from fake_anthropic import (
     HANG,
-    claude_bin,
     FakeAnthropic,
     HttpError,
     MessagesRequest,

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from clirun import MCP_SERVER, PROMPT, CliRun, group_gone, run_cli
 from fake_gemini import FakeGemini, GeminiRequest, HttpError, function_call, reply, stream_chunks, text
-from geminicli import BOUNDARY_MARKER, GEMINI_MODEL, gemini_bin, gemini_settings  # noqa: F401  (gemini_bin is a fixture)
+from geminicli import BOUNDARY_MARKER, GEMINI_MODEL, gemini_settings
 
 KEY = "agentbench-SENTINEL-gemini-key"
 RUN_TIMEOUT_S = 180

@@ -23,7 +23,7 @@ from pytest_agentbench.device.hostprotocol import (
 from pytest_agentbench.device.shellscript import Script, as_script, quote, sh
 from pytest_agentbench.errors import DeviceError, DeviceLost, DeviceUnavailable
 
-from adbserver import free_port, module_adb_server, private_adb_server  # noqa: F401  (fixtures)
+from adbserver import free_port
 
 # ---------------------------------------------------------------- endpoint
 

@@ -20,7 +20,6 @@ import yaml
 
 from pytest_agentbench.suite import load_suite
 
-from adbserver import module_adb_server  # noqa: F401  (fixture)
 from fakeagents import copy_benchmark_parts, run_in_own_group
 
 REPO = Path(__file__).resolve().parents[2]

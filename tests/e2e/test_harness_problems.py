@@ -47,11 +47,13 @@ def test_an_agent_that_never_started_is_incomplete_with_the_cause(adb_server: Pr
     ("args", "env", "message"),
     [
         (["--claude", "no-such-claude"], {}, "ERROR: the agent program 'no-such-claude' (--claude) is not on PATH"),
+        (["--claude", "agentbench-replai"], {},
+         "ERROR: the agent program 'agentbench-replai' (--claude) is not on PATH: did you mean `--claude agentbench-replay`?"),
         (["--claude", "/nowhere/agent"], {}, "ERROR: the agent program /nowhere/agent (--claude) does not exist"),
         (["--claude", "agentbench-agent"], {"AGENTBENCH_OPENAI_BASE_URL": ""},
          "ERROR: the agent agentbench-agent (--claude) needs its model endpoint: AGENTBENCH_OPENAI_BASE_URL is not set"),
     ],
-    ids=["not-on-path", "no-such-file", "agent-without-endpoint"],
+    ids=["not-on-path", "a-typo", "no-such-file", "agent-without-endpoint"],
 )
 def test_an_agent_that_cannot_start_is_one_usage_error_before_collection(
     adb_server: PrivateAdbServer, tmp_path: Path, args: list[str], env: dict[str, str], message: str

@@ -21,7 +21,6 @@ import pytest
 from pytest_agentbench.audit.scoring import scoring_code_digest
 from pytest_agentbench.records import RunResult
 
-from adbserver import module_adb_server  # noqa: F401  (fixture)
 from fakeagents import copy_benchmark_parts, run_in_own_group
 
 REPO = Path(__file__).resolve().parents[2]

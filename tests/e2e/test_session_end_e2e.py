@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -60,6 +61,9 @@ def test_an_interrupted_session_records_it_and_is_refused_as_a_baseline(adb_serv
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(started["pgid"], signal.SIGKILL)
     assert proc.returncode == pytest.ExitCode.INTERRUPTED, out[-3000:] + err[-2000:]
+    # One line says what finished and what did not; pytest's KeyboardInterrupt line names no frame of ours.
+    assert "agentbench: interrupted by SIGINT: 0 of 3 runs finished; 3 did not run" in out, out[-3000:]
+    assert not re.search(r"pytest_agentbench/\S+\.py:\d+: KeyboardInterrupt", out), out[-3000:]
     written = json.loads(document.read_text(encoding="utf-8"))
     nodes = [f"benchmark/agent/suites/{name}.yml::{name}" for name in ("first", "second", "third")]
     # The run the signal cut short got no verdict either: all three are listed.

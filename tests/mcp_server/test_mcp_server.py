@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from adbserver import start_private_adb_server
 from mcp import Client, StdioServerParameters
 
 from pytest_agentbench.device import claims
@@ -18,8 +17,6 @@ from pytest_agentbench.device.adb import Adb, AdbEndpoint, DeviceInfo, ShellResu
 from pytest_agentbench.device.shellscript import as_script
 from pytest_agentbench.errors import DeviceError
 from pytest_agentbench.mcp_server import ServerConfig, build_server
-from pytest_agentbench.sim.apps.model import write_shared_prefs
-from pytest_agentbench.sim.fleet import SimFleet
 
 DEVICE_TOOLS = {"observe", "tapOn", "inputText", "swipeOn", "pressButton", "launchApp", "terminateApp",
                 "openLink", "homeScreen", "readLogs"}
@@ -436,20 +433,6 @@ def test_stdio_server_lists_tools_answers_errors_and_logs(tmp_path: Path) -> Non
 
 
 # ---------------------------------------------------------------------------- simulated phone, end to end
-
-
-@pytest.fixture(scope="module")
-def sim_phone(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """One simulated phone attached to a private adb server; the Playground's demos unlocked."""
-    with start_private_adb_server(tmp_path_factory.mktemp("adb")) as adb_server:
-        fleet = SimFleet(count=1, adb=adb_server.client())
-        try:
-            phone = fleet.phones[0]
-            write_shared_prefs(phone, PKG, "onboarding_prefs", {"onboarding_completed": True})
-            write_shared_prefs(phone, PKG, "auth_prefs", {"is_guest_mode": True})
-            yield fleet, adb_server
-        finally:
-            fleet.stop()
 
 
 def _line(observe_text: str, needle: str) -> str:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from mcp import Client
-from test_mcp_server import PKG, CannedAdb, bug_screen, call, config, sim_phone, with_client  # noqa: F401  (fixture)
+from test_mcp_server import PKG, CannedAdb, bug_screen, call, config, with_client
 
 from pytest_agentbench.device.capture import png_problem
 from pytest_agentbench.mcp_server import build_server

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 import xml.etree.ElementTree as ET
@@ -98,28 +99,59 @@ def test_suite_dir_names_come_from_the_ini(pytester: pytest.Pytester) -> None:
     assert [item.nodeid for item in items] == ["bench/jobs/demo.yml::demo"]
 
 
-def test_several_bad_suites_give_several_errors_without_traceback(pytester: pytest.Pytester) -> None:
+def _bad_suites(pytester: pytest.Pytester) -> None:
     root = make_suites(pytester, "good")
     (root / "suites" / "slow.yml").write_text(suite_text("slow", claude="{timeoutSeconds: -5}"), encoding="utf-8")
     (root / "suites" / "typo.yml").write_text(suite_text("typo", verfy="{}"), encoding="utf-8")
     (root / "suites" / "broken.yml").write_text("name: broken\nverify: [\n", encoding="utf-8")
     (root / "suites" / "twice.yml").write_text(suite_text("twice") + "name: twice\n", encoding="utf-8")
-    result = pytester.runpytest("benchmark/", "--agentbench-dry-run")
-    result.stdout.fnmatch_lines([
-        "*ERROR collecting benchmark/agent/suites/broken.yml*",
-        "benchmark/agent/suites/broken.yml: (yaml) line 3, column 1:*",
-        "*ERROR collecting benchmark/agent/suites/slow.yml*",
-        "benchmark/agent/suites/slow.yml: claude.timeoutSeconds: expected a number > 0, got -5",
-        "*ERROR collecting benchmark/agent/suites/twice.yml*",
-        "*found duplicate key 'name' (first defined on line 1)*",
-        "*ERROR collecting benchmark/agent/suites/typo.yml*",
-        "benchmark/agent/suites/typo.yml: verfy: unknown key (did you mean 'verify'?)*",
-        "*4 errors*",
-    ])
+    # A prompt line without its colon: the fault is line 3, where pyyaml notices it on line 4.
+    (root / "suites" / "colon.yml").write_text(suite_text("colon").replace("prompt: ", "prompt "), encoding="utf-8")
+    (root / "suites" / "noprompt.yml").write_text(suite_text("noprompt").replace("prompt: ../prompts/task.txt\n", ""), encoding="utf-8")
+
+
+BAD_SUITE_LINES = {
+    "broken": "benchmark/agent/suites/broken.yml: (yaml) line 3, column 1:*",
+    "colon": "benchmark/agent/suites/colon.yml: (yaml) line 3, column 1: while scanning a simple key could not find expected ':'",
+    "noprompt": "benchmark/agent/suites/noprompt.yml: prompt: required key is missing",
+    "slow": "benchmark/agent/suites/slow.yml: claude.timeoutSeconds: expected a number > 0, got -5",
+    "twice": "*found duplicate key 'name' (first defined on line 1)*",
+    "typo": "benchmark/agent/suites/typo.yml: verfy: unknown key (did you mean 'verify'?)*",
+}
+
+
+def test_each_bad_suite_fails_as_its_own_item_and_the_others_run(pytester: pytest.Pytester) -> None:
+    _bad_suites(pytester)
+    result = pytester.runpytest("benchmark/", "--agentbench-dry-run", "--junitxml=report.xml", "--agentbench-json=session.json")
+    # Each bad suite is one failed item named after its file; the good suite still runs.
+    result.assert_outcomes(passed=1, failed=len(BAD_SUITE_LINES))
+    result.stdout.fnmatch_lines(["*agentbench dry run*", "*benchmark/agent/suites/good.yml::good*"])
+    for name, line in sorted(BAD_SUITE_LINES.items()):
+        result.stdout.fnmatch_lines([f"*_ invalid suite: {name} _*", line])
+        result.stdout.fnmatch_lines([f"FAILED benchmark/agent/suites/{name}.yml::{name} - *"])
+        result.stdout.fnmatch_lines([f"INVALID benchmark/agent/suites/{name}.yml::{name} - *"])
     output = result.stdout.str()
-    assert "Traceback" not in output
-    assert "suite.py" not in output and "raise SuiteError" not in output
-    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert "Traceback" not in output and "errors during collection" not in output
+    assert "suite.py" not in output and "raise SuiteError" not in output and "items.py" not in output
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    cases = {case.get("name"): case for case in ET.parse(pytester.path / "report.xml").getroot().iter("testcase")}
+    assert cases["good"].find("failure") is None
+    assert cases["slow"].find("failure").get("message") == "benchmark/agent/suites/slow.yml: claude.timeoutSeconds: expected a number > 0, got -5"
+    document = json.loads((pytester.path / "session.json").read_text(encoding="utf-8"))
+    assert sorted(entry["nodeid"] for entry in document["invalidSuites"]) == sorted(
+        f"benchmark/agent/suites/{name}.yml::{name}" for name in BAD_SUITE_LINES)
+    # Not runs: no incomplete run, no statistics for them.
+    assert document["unrecorded"] == [] and document["counts"] == {"passed": 0, "failed": 0, "incomplete": 0}
+
+
+def test_collect_only_lists_a_bad_suite_with_its_problem(pytester: pytest.Pytester) -> None:
+    _bad_suites(pytester)
+    result = pytester.runpytest("benchmark/", "--collect-only", "-q")
+    result.stdout.fnmatch_lines(["benchmark/agent/suites/broken.yml::broken", "benchmark/agent/suites/good.yml::good"])
+    result.stdout.fnmatch_lines(["INVALID benchmark/agent/suites/typo.yml::typo - *verfy: unknown key*"])
+    # Nothing ran, but a suite is broken: --co says so in its status too.
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert "errors during collection" not in result.stdout.str()
 
 
 def test_junitxml_has_one_testcase_per_suite(pytester: pytest.Pytester) -> None:

@@ -21,7 +21,6 @@ from typing import Any
 import pytest
 import yaml
 
-from adbserver import module_adb_server  # noqa: F401  (fixture)
 from fakeagents import copy_benchmark_parts, run_in_own_group
 
 REPO = Path(__file__).resolve().parents[2]

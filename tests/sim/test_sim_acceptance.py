@@ -8,7 +8,6 @@ import pytest
 
 from pytest_agentbench.device.uiautomator import parse_hierarchy
 
-from adbserver import module_adb_server  # noqa: F401  (fixture)
 
 pytest.importorskip("pytest_agentbench.sim.phone", reason="the simulated Android (sim/phone.py) is not there yet")
 

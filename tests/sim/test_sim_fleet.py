@@ -16,7 +16,7 @@ from pytest_agentbench.errors import DeviceUnavailable
 from pytest_agentbench.sim import cli
 from pytest_agentbench.sim.fleet import SimFleet
 
-from adbserver import free_port, free_port_run, private_adb_server  # noqa: F401  (fixture)
+from adbserver import free_port, free_port_run
 
 pytest.importorskip("pytest_agentbench.sim.phone", reason="the simulated Android (sim/phone.py) is not there yet")
 

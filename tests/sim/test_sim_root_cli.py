@@ -7,7 +7,6 @@ import sqlite3
 
 import pytest
 
-from adbserver import module_adb_server  # noqa: F401  (fixture)
 
 pytest.importorskip("pytest_agentbench.sim.phone", reason="the simulated Android is not there")
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from simfixtures import FakePhone, PrivateAdb, private_adb  # noqa: F401 - private_adb is a fixture
+from simfixtures import FakePhone, PrivateAdb
 
 from pytest_agentbench.sim import protocol
 from pytest_agentbench.sim.phone import Phone

@@ -121,7 +121,15 @@ MALFORMED = [
      "preflight: {sharedPreferences: {prefs: {1: true}}}\nverify: {screenIncludes: [Done]}\n",
      "preflight.sharedPreferences.prefs.1: expected a string key, got 1"),
     ("duplicate-key", "name: demo\nplatform: android\nname: demo\n", "line 3, column 1: while constructing a mapping found duplicate key 'name' (first defined on line 1)"),
-    ("yaml-syntax", "name: demo\nverify: {screenIncludes: [Done]\nplatform: android\n", "(yaml) line 3"),
+    # The unclosed `{` is on line 2; pyyaml notices it on line 3, and both are named.
+    ("yaml-syntax", "name: demo\nverify: {screenIncludes: [Done]\nplatform: android\n",
+     "(yaml) line 2, column 9: while parsing a flow mapping expected ',' or '}', but got '<scalar>' (on line 3, column 1)"),
+    # A key without its colon is line 2's fault; pyyaml gives up at the start of line 3.
+    ("yaml-missing-colon", "name: demo\nprompt ../prompts/demo.txt\nplatform: android\n",
+     "(yaml) line 2, column 1: while scanning a simple key could not find expected ':'"),
+    ("yaml-unclosed-quote", "name: demo\nprompt: \"../prompts/demo.txt\nplatform: android\n",
+     "(yaml) line 2, column 9: while scanning a quoted scalar found unexpected end of stream"),
+    ("yaml-bad-indent", "name: demo\napp:\n    packageName: a\n  apkPath: b\n", "(yaml) line 4, column 3: while parsing a block mapping"),
     ("top-level-list", "- name: demo\n", "(top level): expected a mapping of suite keys"),
     ("empty-file", "", "(top level): expected a mapping of suite keys, got null"),
 ]
