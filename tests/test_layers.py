@@ -258,3 +258,13 @@ def test_nothing_below_the_glue_imports_pytest() -> None:
             if any(name == "pytest" or name.startswith(("pytest.", "_pytest")) for name in names):
                 offenders.append(str(path.relative_to(PACKAGE_ROOT)))
     assert offenders == []
+
+
+def test_test_module_names_are_unique() -> None:
+    # The tests are not packages: pytest imports each test file by its base name, so a second
+    # tests/<stage>/test_x.py stops the whole collection ("import file mismatch") on a clean checkout.
+    tests_root = Path(__file__).resolve().parent
+    by_name: dict[str, list[str]] = {}
+    for path in sorted(tests_root.rglob("test_*.py")):
+        by_name.setdefault(path.name, []).append(str(path.relative_to(tests_root)))
+    assert {name: paths for name, paths in by_name.items() if len(paths) > 1} == {}
