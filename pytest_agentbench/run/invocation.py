@@ -28,6 +28,8 @@ MCP_CONNECT_TIMEOUT_MS = "30000"
 DEFAULT_CLAIM_ROOT = "~/.auto-mobile/adb-servers"
 ADB_ENDPOINT_VARIABLES = ("ADB_SERVER_SOCKET", "ANDROID_ADB_SERVER_ADDRESS", "ANDROID_ADB_SERVER_PORT")
 SDK_VARIABLES = ("ANDROID_HOME", "ANDROID_SDK_ROOT")
+#: The adb variables the agent never gets (the server gets the endpoint ones in its own block).
+ADB_AGENT_VARIABLES = (*ADB_ENDPOINT_VARIABLES, "ANDROID_SERIAL", "ADB_VENDOR_KEYS", "ADB_MDNS_OPENSCREEN", "ADB_LIBUSB")
 
 
 class RunShapingVariable(NamedTuple):
@@ -344,7 +346,10 @@ def build_invocation(
         staged[Path(workdir).absolute() / PLAN_NAME] = plan
         env_set["AGENTBENCH_PLAN"] = str(Path(workdir).absolute() / PLAN_NAME)
         env_set["AGENTBENCH_APP_PACKAGE"] = suite.app.package_name
-    removed = sorted({*removed, *(name for name in HARNESS_PATH_VARIABLES if name in environ)})
+    # The agent reaches the device only through the relay: where the adb server listens (and
+    # which phone is ours) is the MCP server's business, given to it in its own environment.
+    removed = sorted({*removed, *(name for name in (*HARNESS_PATH_VARIABLES, *ADB_AGENT_VARIABLES, *COORDINATION_DIR_NAMES)
+                                  if name in environ)})
     env = {name: value for name, value in environ.items() if name not in set(removed)}
     env.update(env_set)
 

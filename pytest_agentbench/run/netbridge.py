@@ -3,9 +3,11 @@
 The agent's network namespace has only loopback. Inside, `run/sandbox_forward.py` listens on the
 loopback ports the agent is told about and carries each connection to one of these sockets;
 here each socket leads to exactly one endpoint (a local model API) or, for the proxy socket, to
-a host the `CONNECT` request names if it is on the allowlist (the model provider's host). A
-refused `CONNECT` is answered 403 and remembered (`NetBridge.refused`), so the run's record can
-say what the agent tried to reach. Given a `record` callable (`run/bridgelog.py`'s writer), every
+a host the `CONNECT` request names if it is on the allowlist (the model provider's host). Behind
+the operator's own proxy (`HTTPS_PROXY` of the harness, loopback or remote), an allowed tunnel is
+opened through it with a `CONNECT` of ours naming the same host, so the agent never holds a pipe
+to the upstream proxy itself and cannot ask it for anything else. A refused `CONNECT` is answered
+403 and remembered (`NetBridge.refused`), so the run's record can say what the agent tried to reach. Given a `record` callable (`run/bridgelog.py`'s writer), every
 upstream connection it opened, and whether it could, is recorded too: the harness's own evidence of
 a model host that could not be reached. Threads of the harness's own process; `close` ends them.
 """
@@ -81,6 +83,47 @@ def parse_connect(header: bytes) -> Endpoint | None:
     return Endpoint(host.strip("[]").lower().rstrip("."), int(port))
 
 
+@dataclass(frozen=True)
+class UpstreamProxy:
+    """The operator's HTTP proxy every allowed tunnel goes through; `authorization` is a `Proxy-Authorization` value (never recorded)."""
+
+    endpoint: Endpoint
+    authorization: str | None = None
+
+    def __repr__(self) -> str:
+        return f"UpstreamProxy({self.endpoint})"
+
+
+class UpstreamRefused(OSError):
+    """The upstream proxy answered our `CONNECT` with something other than 200."""
+
+
+def connect_through(proxy: UpstreamProxy, target: Endpoint, timeout_s: float = _CONNECT_TIMEOUT_S) -> tuple[socket.socket, bytes]:
+    """A tunnel to `target` through `proxy`: the connected socket and any bytes the proxy sent past its answer.
+
+    Raises:
+        OSError: The proxy could not be reached, or (UpstreamRefused) it answered other than 200.
+    """
+    sock = socket.create_connection((proxy.endpoint.host, proxy.endpoint.port), timeout=timeout_s)
+    try:
+        request = f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n"
+        if proxy.authorization:
+            request += f"Proxy-Authorization: {proxy.authorization}\r\n"
+        sock.sendall((request + "\r\n").encode("latin-1"))
+        answer = _read_header(sock)
+        if answer is None:
+            raise UpstreamRefused(errno.ECONNRESET, f"the upstream proxy {proxy.endpoint} closed the connection")
+        status_line = answer.split(b"\r\n", 1)[0].decode("latin-1", "replace")
+        parts = status_line.split(None, 2)
+        if len(parts) < 2 or parts[1] != "200":
+            raise UpstreamRefused(errno.ECONNREFUSED, f"the upstream proxy {proxy.endpoint} answered {status_line!r}")
+    except BaseException:
+        sock.close()
+        raise
+    sock.settimeout(None)
+    return sock, answer.split(b"\r\n\r\n", 1)[1]
+
+
 def _describe(exc: OSError) -> str:
     """An OSError as the record keeps it: its errno name and text (`ECONNREFUSED: Connection refused`)."""
     name = errno.errorcode.get(exc.errno, "") if isinstance(exc.errno, int) else ""
@@ -108,6 +151,7 @@ class NetBridge:
         self._wake_r, self._wake_w = os.pipe()
         self._thread: threading.Thread | None = None
         self._closed = False
+        self._upstream_proxy: UpstreamProxy | None = None
 
     def _listen(self, name: str, kind: str, target: object) -> Path:
         path = self.directory / f"{name}.sock"
@@ -122,8 +166,9 @@ class NetBridge:
         """A socket whose every connection is carried to `target`; returns its path."""
         return self._listen(name, "forward", target)
 
-    def proxy(self, name: str, allowed: Iterable[Endpoint]) -> Path:
-        """A CONNECT proxy socket that opens tunnels only to `allowed`; returns its path."""
+    def proxy(self, name: str, allowed: Iterable[Endpoint], upstream: UpstreamProxy | None = None) -> Path:
+        """A CONNECT proxy socket that opens tunnels only to `allowed` (through `upstream` when given); returns its path."""
+        self._upstream_proxy = upstream
         return self._listen(name, "proxy", frozenset(Endpoint(e.host.lower(), e.port) for e in allowed))
 
     def start(self) -> NetBridge:
@@ -166,21 +211,26 @@ class NetBridge:
                 opened = self._open
             self._record({"event": event, **fields, **({"open": opened} if event == "connect" else {})})
 
-    def _upstream(self, target: Endpoint, via: str) -> socket.socket:
-        """Connect to an allowed endpoint for the agent, and record whether it could (OSError when not)."""
+    def _upstream(self, target: Endpoint, via: str) -> tuple[socket.socket, bytes]:
+        """Connect to an allowed endpoint for the agent (through the upstream proxy for a tunnel), and record whether it could (OSError when not)."""
+        chained = self._upstream_proxy if via == "proxy" else None
+        route = f"upstream proxy {chained.endpoint}" if chained is not None else via
         try:
-            upstream = socket.create_connection((target.host, target.port), timeout=_CONNECT_TIMEOUT_S)
-            upstream.settimeout(None)
+            if chained is not None:
+                upstream, early = connect_through(chained, target)
+            else:
+                upstream, early = socket.create_connection((target.host, target.port), timeout=_CONNECT_TIMEOUT_S), b""
+                upstream.settimeout(None)
         except OSError as exc:
-            self._note("connect", endpoint=str(target), via=via, ok=False, error=_describe(exc))
+            self._note("connect", endpoint=str(target), via=route, ok=False, error=_describe(exc))
             raise
-        self._note("connect", endpoint=str(target), via=via, ok=True)
-        return upstream
+        self._note("connect", endpoint=str(target), via=route, ok=True)
+        return upstream, early
 
     def _forward(self, client: socket.socket, target: Endpoint) -> None:
         block_main_thread_signals()
         try:
-            upstream = self._upstream(target, "forward")
+            upstream, _ = self._upstream(target, "forward")
         except OSError:
             client.close()
             return
@@ -201,12 +251,12 @@ class NetBridge:
                 client.close()
                 return
             try:
-                upstream = self._upstream(target, "proxy")
+                upstream, early = self._upstream(target, "proxy")
             except OSError as exc:
-                client.sendall(f"HTTP/1.1 502 Bad Gateway\r\nConnection: close\r\n\r\n{exc}\n".encode())
+                client.sendall(f"HTTP/1.1 502 Bad Gateway\r\nConnection: close\r\n\r\n{_describe(exc)}\n".encode())
                 client.close()
                 return
-            client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n" + early)
             # Bytes the client sent after the header (a TLS hello) go on first.
             rest = header.split(b"\r\n\r\n", 1)[1] if header else b""
             if rest:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_agentbench.run.bridgelog import BridgeLogWriter
+from pytest_agentbench.run.invocation import ADB_AGENT_VARIABLES
 from pytest_agentbench.run.netbridge import Endpoint, NetBridge
 from pytest_agentbench.run.sandbox_policy import LOOPBACK_NAMES, SandboxPolicy
 
@@ -140,7 +141,7 @@ def bwrap_argv(policy: SandboxPolicy, argv: Sequence[str], *, net_dir: Path | No
 
 def confined_environment(env: Mapping[str, str], policy: SandboxPolicy, proxy_port: int | None) -> dict[str, str]:
     """The agent's environment inside: HOME is the workdir, no harness sockets, the proxy when remote hosts are allowed."""
-    inside = {name: value for name, value in env.items() if name not in HARNESS_VARIABLES}
+    inside = {name: value for name, value in env.items() if name not in HARNESS_VARIABLES and name not in ADB_AGENT_VARIABLES}
     for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy"):
         inside.pop(name, None)
     inside["HOME"] = str(policy.workdir)
@@ -185,7 +186,7 @@ class Confinement:
                 self._bridge.forward(f"to{number}", endpoint)
                 sockets[endpoint] = f"{NET_DIR_INSIDE}/to{number}.sock"
             if self.policy.remote:
-                self._bridge.proxy("proxy", self.policy.remote)
+                self._bridge.proxy("proxy", self.policy.remote, upstream=self.policy.upstream)
                 proxy_socket = f"{NET_DIR_INSIDE}/proxy.sock"
             self._bridge.start()
         forwards, proxy_port = _forward_specs(self.policy, sockets, proxy_socket)

@@ -9,6 +9,7 @@ binds for it (the relay's socket directory). The network is the model endpoint o
 
 from __future__ import annotations
 
+import base64
 import ipaddress
 import os
 import shutil
@@ -16,9 +17,9 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
-from pytest_agentbench.run.netbridge import Endpoint
+from pytest_agentbench.run.netbridge import Endpoint, UpstreamProxy
 
 #: The agent command names that get no model endpoint (the scripted replay agent) or the
 #: OpenAI-compatible one (seed 004's agent); every other command is treated as Claude Code.
@@ -47,6 +48,8 @@ class SandboxPolicy:
         loopback: Loopback endpoints the agent reaches at the same host and port (a local
             model API); each is carried through a unix socket.
         remote: Hosts the agent reaches through the allowlisting CONNECT proxy (HTTPS_PROXY).
+        upstream: The operator's HTTP proxy that proxy's tunnels go through (the harness's own
+            ``HTTPS_PROXY``), or None: the model host is reached directly.
         agent_kind: ``claude``, ``openai`` or ``replay``: which endpoint rules applied.
         notes: Sentences for the record (an upstream proxy used, a plain-http remote refused).
     """
@@ -57,6 +60,7 @@ class SandboxPolicy:
     writable: tuple[Path, ...] = ()
     loopback: tuple[Endpoint, ...] = ()
     remote: tuple[Endpoint, ...] = ()
+    upstream: UpstreamProxy | None = None
     agent_kind: str = "claude"
     notes: tuple[str, ...] = field(default=())
 
@@ -68,6 +72,8 @@ class SandboxPolicy:
             "writable": [str(path) for path in self.writable],
             "loopback": [str(endpoint) for endpoint in self.loopback],
             "remote": [str(endpoint) for endpoint in self.remote],
+            # Where the tunnels went on to; never its credentials.
+            "upstreamProxy": str(self.upstream.endpoint) if self.upstream is not None else None,
             "agentKind": self.agent_kind,
             "notes": list(self.notes),
         }
@@ -105,25 +111,51 @@ def url_endpoint(url: str) -> Endpoint | None:
     return Endpoint(parts.hostname, port or (443 if parts.scheme == "https" else 80))
 
 
-def model_endpoints(kind: str, environ: Mapping[str, str]) -> tuple[list[Endpoint], list[str]]:
-    """The endpoints the agent's model needs, and notes; an upstream proxy replaces the provider's host.
+def upstream_proxy(url: str) -> UpstreamProxy | None:
+    """An ``http://[user:password@]host:port`` proxy URL -> the UpstreamProxy (credentials as a Basic ``Proxy-Authorization``), or None."""
+    parts = urlsplit(url.strip() if "://" in url else "http://" + url.strip())
+    endpoint = url_endpoint(parts.geturl()) if parts.scheme == "http" else None
+    if endpoint is None:
+        return None
+    authorization = None
+    if parts.username is not None:
+        pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()
+        authorization = "Basic " + base64.b64encode(pair).decode("ascii")
+    return UpstreamProxy(endpoint, authorization)
+
+
+def _bypasses_proxy(host: str, environ: Mapping[str, str]) -> bool:
+    """Whether NO_PROXY names the host (``*``, the host, or a domain suffix such as ``.corp``)."""
+    names = (environ.get("NO_PROXY") or environ.get("no_proxy") or "").split(",")
+    host = host.lower().rstrip(".")
+    for name in (n.strip().lower().rstrip(".") for n in names):
+        if name == "*" or (name and (host == name.lstrip(".") or host.endswith("." + name.lstrip(".")))):
+            return True
+    return False
+
+
+def model_endpoints(kind: str, environ: Mapping[str, str]) -> tuple[list[Endpoint], UpstreamProxy | None, list[str]]:
+    """The endpoints the agent's model needs, the operator's proxy to reach a remote one through, and notes.
 
     Claude Code talks to ``ANTHROPIC_BASE_URL`` (default api.anthropic.com:443); agentbench-agent to
-    ``AGENTBENCH_OPENAI_BASE_URL``; the replay agent to nothing. When the harness itself goes
-    through an HTTP proxy (``HTTPS_PROXY``), that proxy is the one endpoint the agent needs.
+    ``AGENTBENCH_OPENAI_BASE_URL``; the replay agent to nothing. The model host is always the one
+    endpoint allowed: when the harness itself goes through an HTTP proxy (``HTTPS_PROXY``), the
+    harness's CONNECT proxy opens each allowed tunnel through that proxy; the agent never gets a
+    pipe to it (through which it could ask for any host, the adb server's port among them).
     """
     if kind == "replay":
-        return [], []
+        return [], None, []
     url = environ.get(OPENAI_BASE_URL if kind == "openai" else ANTHROPIC_BASE_URL, "") or ""
     endpoint = url_endpoint(url) if url else (ANTHROPIC_DEFAULT if kind == "claude" else None)
     if endpoint is None:
-        return [], [f"no model endpoint: {OPENAI_BASE_URL if kind == 'openai' else ANTHROPIC_BASE_URL} is not an http(s) URL"]
-    upstream = next((environ[name] for name in PROXY_VARIABLES if environ.get(name)), None)
-    if upstream and not is_loopback(endpoint.host):
-        proxy = url_endpoint(upstream)
-        if proxy is not None:
-            return [proxy], [f"the model endpoint {endpoint} is reached through the harness's proxy {proxy}"]
-    return [endpoint], []
+        return [], None, [f"no model endpoint: {OPENAI_BASE_URL if kind == 'openai' else ANTHROPIC_BASE_URL} is not an http(s) URL"]
+    configured = next((environ[name] for name in PROXY_VARIABLES if environ.get(name)), None)
+    if not configured or is_loopback(endpoint.host) or _bypasses_proxy(endpoint.host, environ):
+        return [endpoint], None, []
+    proxy = upstream_proxy(configured)
+    if proxy is None:
+        return [endpoint], None, [f"the harness's proxy setting is not an http:// proxy URL; the model endpoint {endpoint} is reached directly"]
+    return [endpoint], proxy, [f"the model endpoint {endpoint} is reached through the harness's CONNECT proxy, chained to the upstream proxy {proxy.endpoint}"]
 
 
 def _resolved(paths: Sequence[Path | str]) -> list[Path]:
@@ -185,7 +217,7 @@ def build_policy(
             stays unread.
     """
     kind = agent_kind(agent_command)
-    endpoints, notes = model_endpoints(kind, environ)
+    endpoints, upstream, notes = model_endpoints(kind, environ)
     loopback = tuple(endpoint for endpoint in endpoints if is_loopback(endpoint.host))
     remote = tuple(endpoint for endpoint in endpoints if not is_loopback(endpoint.host))
 
@@ -207,4 +239,4 @@ def build_policy(
                    if path.exists() and any(path.is_relative_to(h) for h in hide) and path != Path(workdir).resolve())
     writable = tuple(path for path in _resolved(extra_binds) if path.exists())
     return SandboxPolicy(workdir=Path(workdir).resolve(), hide=hide, expose=expose, writable=writable,
-                         loopback=loopback, remote=remote, agent_kind=kind, notes=tuple(notes))
+                         loopback=loopback, remote=remote, upstream=upstream if remote else None, agent_kind=kind, notes=tuple(notes))

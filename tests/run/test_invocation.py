@@ -138,6 +138,9 @@ PLANTED_REMOVED = {
     "AUTOMOBILE_DISABLED_TOOLS": "tapOn",
     "AUTO_MOBILE_DATA_DIR": "/elsewhere/data",
     "NODE_ENV": "test",
+    # Where the phones' claims live is the server's business (it gets them in its own block).
+    "AUTOMOBILE_ADB_SERVER_COORDINATION_DIR": "/var/claims",
+    "AUTO_MOBILE_ADB_SERVER_COORDINATION_DIR": "/var/legacy-claims",
 }
 PLANTED_KEPT = {
     "PATH": "/usr/local/bin:/usr/bin",
@@ -153,8 +156,6 @@ PLANTED_KEPT = {
     "NO_PROXY": "localhost",
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
     "DISABLE_TELEMETRY": "1",
-    "AUTOMOBILE_ADB_SERVER_COORDINATION_DIR": "/var/claims",
-    "AUTO_MOBILE_ADB_SERVER_COORDINATION_DIR": "/var/legacy-claims",
 }
 
 
@@ -233,6 +234,17 @@ def test_agent_mcp_config_names_only_the_relay_under_the_server_name(tmp_path: P
     # No adb endpoint, no private directory, no serial reaches the agent's config.
     text = json.dumps(invocation.mcp_config)
     assert "5099" not in text and "/runs/task/1" not in text and "emulator-5554" not in text
+
+
+def test_the_agent_environment_names_no_adb_server_nor_phone(tmp_path: Path) -> None:
+    # The adb server is the way around the MCP server being measured: only the server learns where it is.
+    environ = {"HOME": "/home/op", "ANDROID_ADB_SERVER_PORT": "5099", "ANDROID_ADB_SERVER_ADDRESS": "10.0.0.2",
+               "ADB_SERVER_SOCKET": "tcp:10.0.0.2:5099", "ANDROID_SERIAL": "emulator-5554", "ADB_VENDOR_KEYS": "/home/op/k"}
+    invocation = invoke(make_suite(tmp_path), environ=environ)
+    leaked = {name: value for name, value in invocation.env.items() if "ADB" in name or name == "ANDROID_SERIAL"}
+    assert leaked == {}
+    assert {"ANDROID_ADB_SERVER_PORT", "ADB_SERVER_SOCKET", "ANDROID_SERIAL"} <= set(invocation.env_removed)
+    assert invocation.server_config["mcpServers"]["agentbench"]["env"]["ANDROID_ADB_SERVER_PORT"] == "5099"
 
 
 def test_server_config_has_exactly_one_pinned_server(tmp_path: Path) -> None:

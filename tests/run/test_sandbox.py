@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import socket
@@ -14,7 +15,9 @@ from pathlib import Path
 import pytest
 
 from pytest_agentbench.run import sandbox
-from pytest_agentbench.run.netbridge import Endpoint, NetBridge, parse_connect
+from permissiveproxy import PermissiveProxy
+
+from pytest_agentbench.run.netbridge import Endpoint, NetBridge, UpstreamProxy, parse_connect
 from pytest_agentbench.run.sandbox_policy import agent_kind, build_policy, is_loopback, model_endpoints, url_endpoint
 
 AVAILABLE = sandbox.probe()
@@ -98,13 +101,20 @@ def test_agent_kinds_and_endpoints() -> None:
     assert agent_kind("/venv/bin/agentbench-replay") == "replay"
     assert agent_kind("agentbench-agent") == "openai"
     assert agent_kind("/opt/claude") == "claude"
-    assert model_endpoints("claude", {}) == ([Endpoint("api.anthropic.com", 443)], [])
-    assert model_endpoints("claude", {"ANTHROPIC_BASE_URL": "http://127.0.0.1:8123/x"}) == ([Endpoint("127.0.0.1", 8123)], [])
-    assert model_endpoints("openai", {"AGENTBENCH_OPENAI_BASE_URL": "https://llm.example/v1"}) == ([Endpoint("llm.example", 443)], [])
-    assert model_endpoints("replay", {"ANTHROPIC_BASE_URL": "http://127.0.0.1:1"}) == ([], [])
-    # Behind a corporate proxy, the proxy is the one endpoint the agent needs.
-    endpoints, notes = model_endpoints("claude", {"HTTPS_PROXY": "http://proxy.corp:8080"})
-    assert endpoints == [Endpoint("proxy.corp", 8080)] and "proxy" in notes[0]
+    assert model_endpoints("claude", {}) == ([Endpoint("api.anthropic.com", 443)], None, [])
+    assert model_endpoints("claude", {"ANTHROPIC_BASE_URL": "http://127.0.0.1:8123/x"}) == ([Endpoint("127.0.0.1", 8123)], None, [])
+    assert model_endpoints("openai", {"AGENTBENCH_OPENAI_BASE_URL": "https://llm.example/v1"}) == ([Endpoint("llm.example", 443)], None, [])
+    assert model_endpoints("replay", {"ANTHROPIC_BASE_URL": "http://127.0.0.1:1"}) == ([], None, [])
+    # Behind a corporate proxy the model host is still the one endpoint allowed; the proxy is
+    # where the harness's own CONNECT proxy chains its tunnels, with the proxy's credentials.
+    endpoints, upstream, notes = model_endpoints("claude", {"HTTPS_PROXY": "http://op:s%40cret@proxy.corp:8080"})
+    assert endpoints == [Endpoint("api.anthropic.com", 443)] and "chained to the upstream proxy proxy.corp:8080" in notes[0]
+    assert upstream.endpoint == Endpoint("proxy.corp", 8080)
+    assert upstream.authorization == "Basic " + base64.b64encode(b"op:s@cret").decode()
+    assert "s@cret" not in repr(upstream) and "cret" not in " ".join(notes)
+    # A loopback model API or one NO_PROXY names is reached directly.
+    assert model_endpoints("claude", {"HTTPS_PROXY": "http://proxy.corp:8080", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"})[1] is None
+    assert model_endpoints("claude", {"HTTPS_PROXY": "http://proxy.corp:8080", "NO_PROXY": "localhost,.anthropic.com"})[1] is None
     assert is_loopback("localhost") and is_loopback("127.0.0.5") and is_loopback("::1") and not is_loopback("10.0.0.1")
     assert url_endpoint("ftp://x") is None
 
@@ -143,6 +153,51 @@ def test_the_proxy_opens_tunnels_only_to_allowed_endpoints(tmp_path: Path, echo:
         assert bridge.refused == ["evil.example:443"]
     finally:
         bridge.close()
+
+
+def _ask(path: Path, target: str, payload: bytes = b"hello") -> bytes:
+    with socket.socket(socket.AF_UNIX) as client:
+        client.connect(str(path))
+        client.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
+        reply = client.recv(4096)
+        if b" 200 " in reply:
+            client.sendall(payload)
+            reply += client.recv(4096)
+        return reply
+
+
+def test_behind_an_upstream_proxy_an_allowed_tunnel_is_chained_and_nothing_else_reaches_it(tmp_path: Path, echo: EchoServer) -> None:
+    # The operator's proxy would tunnel anywhere; the agent's requests reach it only as ours, for the model host.
+    with PermissiveProxy(routes={"api.anthropic.com:443": ("127.0.0.1", echo.port)}, authorization="Basic b3A6cHc=") as upstream:
+        records: list[dict] = []
+        bridge = NetBridge(tmp_path, record=records.append)
+        path = bridge.proxy("proxy", [Endpoint("api.anthropic.com", 443)],
+                            upstream=UpstreamProxy(Endpoint("127.0.0.1", upstream.port), "Basic b3A6cHc="))
+        bridge.start()
+        try:
+            assert _ask(path, "api.anthropic.com:443").endswith(b"echo: hello")
+            assert b"403" in _ask(path, f"127.0.0.1:{upstream.port}")
+            assert b"403" in _ask(path, "127.0.0.1:5037")
+        finally:
+            bridge.close()
+        assert upstream.asked == ["api.anthropic.com:443"] and upstream.refused_auth == 0
+        assert bridge.refused == [f"127.0.0.1:{upstream.port}", "127.0.0.1:5037"]
+        assert records[0] == {"event": "connect", "endpoint": "api.anthropic.com:443", "via": f"upstream proxy 127.0.0.1:{upstream.port}",
+                              "ok": True, "open": 1}
+
+
+def test_an_upstream_proxy_that_says_no_is_a_bad_gateway_with_its_answer(tmp_path: Path) -> None:
+    with PermissiveProxy(authorization="Basic right") as upstream:
+        records: list[dict] = []
+        bridge = NetBridge(tmp_path, record=records.append)
+        path = bridge.proxy("proxy", [Endpoint("api.anthropic.com", 443)], upstream=UpstreamProxy(Endpoint("127.0.0.1", upstream.port), "Basic wrong"))
+        bridge.start()
+        try:
+            reply = _ask(path, "api.anthropic.com:443")
+        finally:
+            bridge.close()
+    assert reply.startswith(b"HTTP/1.1 502 ") and b"407 Proxy Authentication Required" in reply
+    assert records[0]["ok"] is False and "407" in records[0]["error"]
 
 
 # --- confined programs ------------------------------------------------------------------------
