@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,6 +20,11 @@ if TYPE_CHECKING:
 
 DEFAULT_OUTPUT = "scratch/agent-benchmarks"
 DEFAULT_CLAUDE = "claude"
+
+
+def _agent_command(command: str, invocation_dir: Path) -> str:
+    """A program path (`./my-agent`) as an absolute path: the agent starts in its own workdir, not where pytest was called."""
+    return str((invocation_dir / command).absolute()) if os.sep in command else command
 DEFAULT_SERVER = "agentbench"
 DEFAULT_SUITE_DIRS = ("suites",)
 #: `suite.params.DEFAULT_SEED`, named here so that adding the options does not import the params
@@ -292,7 +298,7 @@ class AgentbenchOptions:
             private_paths=tuple(private_paths),
             device=config.getoption("agentbench_device"),
             model=config.getoption("agentbench_model"),
-            claude=config.getoption("agentbench_claude") or DEFAULT_CLAUDE,
+            claude=_agent_command(config.getoption("agentbench_claude") or DEFAULT_CLAUDE, invocation_dir),
             server_instructions=bool(config.getoption("agentbench_server_instructions")),
             output=output.absolute(),
             dry_run=dry_run,

@@ -203,6 +203,8 @@ def check_before_collection(config: pytest.Config, options: AgentbenchOptions, *
     if runs_agents(config, options):
         problems += [p for p in (agent_problem(options.claude, environ), agent_settings_problem(options.claude, environ),
                                  sandbox_problem(options)) if p]
+        if not problems:
+            problems += confined_agent_problems(options, environ, project_root=Path(config.rootpath))
     started, problem = _session_server(options, pinnable=pinnable)
     if problem:
         problems.append(problem)
@@ -225,6 +227,32 @@ def sandbox_problem(options: AgentbenchOptions) -> str | None:
     except ValueError as exc:
         return str(exc)
     return None
+
+
+def confined_agent_problems(options: AgentbenchOptions, environ: Mapping[str, str], *, project_root: Path) -> list[str]:
+    """Why a confined agent could not run here although bwrap can: its program hidden, or its sign-in about to end."""
+    mode = options.sandbox
+    try:
+        if not mode.on:
+            return []
+    except ValueError:
+        return []  # sandbox_problem said it
+    from pytest_agentbench.run.sandbox_policy import agent_kind, unshowable_program
+    from pytest_agentbench.run.sign_in import find_sign_in
+
+    problems = []
+    tree = unshowable_program(options.claude, environ, [project_root, options.output])
+    if tree is not None:
+        problems.append(f"the agent program {options.claude} (--claude) runs from its package {tree}, which holds the project or "
+                        "the output tree that a confined agent must not see: install it outside them (for an npm package, "
+                        "`npm install --prefix ~/.local/share/agentbench-agents PACKAGE`) or run with --agentbench-sandbox off "
+                        "(unconfined, flagged in every result)")
+    if agent_kind(options.claude) == "claude":
+        sign_in = find_sign_in(environ)
+        problem = sign_in.problem() if sign_in is not None else None
+        if problem:
+            problems.append(problem)
+    return problems
 
 
 def _session_server(options: AgentbenchOptions, *, pinnable: bool) -> tuple[Adb | None, str | None]:

@@ -24,6 +24,7 @@ the rate.
 from __future__ import annotations
 
 import signal as _signal
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from pytest_agentbench.records.audit import IncompleteCause
@@ -247,6 +248,20 @@ def relay_findings(run: Run, relay: RelayLog, *, read: bool = True) -> list[Find
         found.append((f"the relay log is damaged ({_plural(len(relay.problems), 'line')} did not parse; first: "
                       f"{relay.problems[0]}); the agent's bytes reach that log, so this counts as the agent's", "agent"))
     return found
+
+
+def sandbox_findings(run: Run) -> list[Finding]:
+    """The sandbox's self-test from inside the run (`run/sandbox_forward.py`): a hole in it is the harness's, whatever the agent did."""
+    test = run.sandbox.get("selfTest") if run.confined and isinstance(run.sandbox, Mapping) else None
+    if not isinstance(test, Mapping) or test.get("ok") is not False:
+        return []
+    holes = []
+    for check in test.get("checks") or ():
+        if isinstance(check, Mapping) and check.get("reached") != (check.get("expected") == "reachable"):
+            seen = f" (saw {', '.join(map(str, check['seen']))})" if check.get("seen") else ""
+            holes.append(f"{check.get('what')}: {'reachable' if check.get('reached') else 'missing'}{seen}")
+    detail = "; ".join(holes) or cut(str(test.get("error") or "no answer"))
+    return [(f"the sandbox's self-test failed, so the agent was not confined as promised: {detail}", "harness")]
 
 
 def seal_findings(run: Run) -> list[Finding]:

@@ -447,7 +447,7 @@ def audit_run(run: Run, transcript: Transcript, relay: RelayLog | None = None, b
     if relay is not None:
         findings += causes.relay_findings(run, relay, read=relay_read)
     # Evidence that is not what the harness sealed proves nothing either way.
-    findings = [*causes.seal_findings(run), *findings]
+    findings = [*causes.sandbox_findings(run), *causes.seal_findings(run), *findings]
     # The device vanished (the harness's only when the agent could not have done it), or the
     # harness could not tell which tools act on a device (so a failed device-use check proves nothing).
     if not findings and run.device_lost:

@@ -17,6 +17,7 @@ from typing import Any
 
 from pytest_agentbench.errors import AgentProcessError
 from pytest_agentbench.run import sandbox as bwrap
+from pytest_agentbench.run.netbridge import Endpoint
 from pytest_agentbench.run.sandbox_policy import build_policy
 
 #: How the device is reached from inside: only through the harness's relay (its socket
@@ -105,7 +106,7 @@ class AgentConfinement:
     def __init__(self, mode: SandboxMode, argv: Sequence[str], env: Mapping[str, str], *, workdir: Path, agent_command: str,
                  run_dir: Path, output_root: Path, project_root: Path, suite_file: Path,
                  relay_socket_dir: Path | None = None, bridge_log: Path | None = None,
-                 private: Sequence[Path] = ()) -> None:
+                 private: Sequence[Path] = (), adb_endpoint: tuple[str, int] | None = None) -> None:
         self.mode = mode
         self.argv = list(argv)
         self.env = dict(env)
@@ -119,7 +120,13 @@ class AgentConfinement:
             project_root=project_root, suite_file=suite_file, extra_binds=[relay_socket_dir] if relay_socket_dir else [],
             private=private,
         )
-        self._inner = bwrap.Confinement(self.policy, argv, env, bridge_log=bridge_log)
+        labels = {Path(run_dir).resolve(): "the run directory", Path(project_root).resolve(): "the project",
+                  Path(output_root).resolve(): "the output tree"}
+        relay_sockets = sorted(Path(relay_socket_dir).glob("*.sock")) if relay_socket_dir is not None else []
+        self._inner = bwrap.Confinement(
+            self.policy, argv, env, bridge_log=bridge_log, labels=labels, needed_sockets=relay_sockets,
+            closed=[Endpoint(*adb_endpoint)] if adb_endpoint is not None else [],
+        )
 
     def __enter__(self) -> AgentConfinement:
         if self._inner is not None:
@@ -159,4 +166,6 @@ class AgentConfinement:
             "policy": self.policy.describe(),
             "refusedConnections": self._inner.refused,
             "survivors": list(self._inner.leftovers),
+            # From inside, before the agent started: what it could and could not reach.
+            "selfTest": self._inner.self_test,
         }

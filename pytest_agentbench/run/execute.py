@@ -181,8 +181,10 @@ def measure_run(
         device.hand_over()
         harness["setupSeconds"] = _since(clock)
         started_at = now()
+        adb = getattr(device.adb, "endpoint", None)
         confinement = confine_run(invocation, options=options, suite=suite, run_dir=run_dir, project_root=project_root,
-                                  bridge_log=artifacts.bridge_log)
+                                  bridge_log=artifacts.bridge_log,
+                                  adb_endpoint=(adb.host, adb.port) if adb is not None else None)
         try:
             # Leaving the confinement waits until nothing the agent started is alive.
             with confinement as confined:
@@ -256,18 +258,19 @@ def measure_run(
 
 
 def confine_run(invocation: Invocation, *, options: InvocationOptions, suite: Suite, run_dir: Path,
-                project_root: Path, bridge_log: Path | None = None) -> AgentConfinement:
+                project_root: Path, bridge_log: Path | None = None, adb_endpoint: tuple[str, int] | None = None) -> AgentConfinement:
     """The agent's confinement for this run (`--agentbench-sandbox`; unconfined when the options carry no mode).
 
     `bridge_log` is where a confined run's model bridge records its connections (the audit's
-    evidence of a model host that could not be reached).
+    evidence of a model host that could not be reached); `adb_endpoint` is the adb server the
+    sandbox's self-test must find refused.
     """
     mode = getattr(options, "sandbox", None) or SandboxMode("off", "off", reason="unconfined (no sandbox mode in the options)")
     return AgentConfinement(
         mode, invocation.argv, invocation.env, workdir=invocation.workdir, agent_command=options.claude,
         run_dir=run_dir, output_root=getattr(options, "output", run_dir.parent.parent), project_root=project_root,
         suite_file=Path(suite.path), relay_socket_dir=invocation.relay_socket_dir, bridge_log=bridge_log,
-        private=getattr(options, "private_paths", ()),
+        private=getattr(options, "private_paths", ()), adb_endpoint=adb_endpoint,
     )
 
 

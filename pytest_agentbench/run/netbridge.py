@@ -162,6 +162,11 @@ class NetBridge:
         self._paths.append(path)
         return path
 
+    @property
+    def paths(self) -> tuple[Path, ...]:
+        """The socket files, in the order they were made."""
+        return tuple(self._paths)
+
     def forward(self, name: str, target: Endpoint) -> Path:
         """A socket whose every connection is carried to `target`; returns its path."""
         return self._listen(name, "forward", target)

@@ -106,8 +106,34 @@ def _forward_specs(policy: SandboxPolicy, sockets: Mapping[Endpoint, str], proxy
     return specs, proxy_port
 
 
+def self_test_probes(policy: SandboxPolicy, *, closed: Sequence[Endpoint] = (), sockets: Sequence[str] = (),
+                     labels: Mapping[Path, str] | None = None) -> dict:
+    """What the sandbox's first process checks from inside before the agent starts (`sandbox_forward.self_test`).
+
+    Every hidden path must show nothing but what is shown again in it; every endpoint in `closed`
+    (the adb server, the default adb port) must refuse; every socket in `sockets` (the relay's, the
+    model bridge's) must be there.
+    """
+    names = dict(labels or {})
+    inside = [*policy.expose, *policy.writable, policy.workdir, Path(NET_DIR_INSIDE)]
+    hidden = []
+    # The outermost hidden paths, and the ones a reader asks about by name (the run directory,
+    # the project, the output tree) even when an outer one covers them.
+    for path in dict.fromkeys([*policy.hide, *(Path(p) for p in names)]):
+        shown = sorted({p.relative_to(path).parts[0] for p in inside if p != path and p.is_relative_to(path)})
+        hidden.append({"what": names.get(path, f"hidden path {path}"), "path": str(path), "shown": shown})
+    return {
+        "hidden": hidden,
+        "closed": [{"what": f"TCP {endpoint}", "host": endpoint.host, "port": endpoint.port}
+                   for endpoint in dict.fromkeys(Endpoint("127.0.0.1" if e.host.lower() in LOOPBACK_NAMES else e.host, e.port)
+                                                 for e in closed)],
+        "sockets": [{"what": f"socket {path}", "path": path} for path in sockets],
+    }
+
+
 def bwrap_argv(policy: SandboxPolicy, argv: Sequence[str], *, net_dir: Path | None, forwards: Sequence[str],
-               info_fd: int | None = None, bwrap: str = BWRAP, python: str = sys.executable) -> list[str]:
+               info_fd: int | None = None, bwrap: str = BWRAP, python: str = sys.executable,
+               credentials: Path | None = None, self_test: str | None = None) -> list[str]:
     """The bwrap command line that runs `argv` under `policy` (pure).
 
     Args:
@@ -118,6 +144,9 @@ def bwrap_argv(policy: SandboxPolicy, argv: Sequence[str], *, net_dir: Path | No
         info_fd: The fd bwrap reports its namespace's first process on (`--info-fd`).
         bwrap: The bwrap executable.
         python: The interpreter that runs the forwarder (standard library only).
+        credentials: The harness's read-only copy of the operator's sign-in (`run/sign_in.py`),
+            bound at the agent's own `~/.claude/.credentials.json`.
+        self_test: `FD=PROBES` for the first process's self-test (`self_test_probes`), if any.
     """
     command = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     for path in policy.hide:
@@ -127,6 +156,8 @@ def bwrap_argv(policy: SandboxPolicy, argv: Sequence[str], *, net_dir: Path | No
     for path in policy.writable:
         command += ["--bind", str(path), str(path)]
     command += ["--bind", str(policy.workdir), str(policy.workdir)]
+    if credentials is not None:
+        command += ["--ro-bind", str(credentials), str(policy.workdir / ".claude" / ".credentials.json")]
     if net_dir is not None:
         command += ["--ro-bind", str(net_dir), NET_DIR_INSIDE]
     command += ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
@@ -134,8 +165,8 @@ def bwrap_argv(policy: SandboxPolicy, argv: Sequence[str], *, net_dir: Path | No
     if info_fd is not None:
         command += ["--info-fd", str(info_fd)]
     command.append("--")
-    if forwards:
-        command += [python, "-I", "-S", str(FORWARDER), *forwards, "--"]
+    if forwards or self_test:
+        command += [python, "-I", "-S", str(FORWARDER), *(["--selftest", self_test] if self_test else []), *forwards, "--"]
     return command + list(argv)
 
 
@@ -156,8 +187,17 @@ class Confinement:
     """One confined agent run: `with Confinement(policy, argv, env) as c: run_agent(c.argv, env=c.env, ...)`."""
 
     def __init__(self, policy: SandboxPolicy, argv: Sequence[str], env: Mapping[str, str], *, bwrap: str | None = None,
-                 bridge_log: Path | None = None) -> None:
+                 bridge_log: Path | None = None, closed: Sequence[Endpoint] = (), needed_sockets: Sequence[Path] = (),
+                 labels: Mapping[Path, str] | None = None) -> None:
         self.policy = policy
+        #: What the self-test must find refused (the adb server) and present (the relay's sockets).
+        self._closed = (*closed, Endpoint("127.0.0.1", 5037))
+        self._needed_sockets = [str(path) for path in needed_sockets]
+        self._labels = dict(labels or {})
+        self._test_r: int | None = None
+        self._test_w: int | None = None
+        #: The self-test's answer from inside (`sandbox_forward.self_test`); None until the run ended.
+        self.self_test: dict | None = None
         #: Where the model bridge records its connections (`run/bridgelog.py`); None: not recorded.
         self.bridge_log = bridge_log
         self._bridge_writer: BridgeLogWriter | None = None
@@ -166,6 +206,7 @@ class Confinement:
         self._bwrap = bwrap or shutil.which(BWRAP, path=env.get("PATH")) or shutil.which(BWRAP) or BWRAP
         self._bridge: NetBridge | None = None
         self._net_dir: Path | None = None
+        self._auth_dir: Path | None = None
         self._info_r: int | None = None
         self._info_w: int | None = None
         self.argv: list[str] = []
@@ -190,18 +231,44 @@ class Confinement:
                 proxy_socket = f"{NET_DIR_INSIDE}/proxy.sock"
             self._bridge.start()
         forwards, proxy_port = _forward_specs(self.policy, sockets, proxy_socket)
+        credentials = None
+        if self.policy.sign_in is not None:
+            # Outside the run directory, private to this user, gone with the sandbox.
+            self._auth_dir = Path(tempfile.mkdtemp(prefix="agentbench-auth-"))
+            credentials = self.policy.sign_in.write_copy(self._auth_dir)
         self._info_r, self._info_w = os.pipe()
-        self.pass_fds = (self._info_w,)
+        self._test_r, self._test_w = os.pipe()
+        self.pass_fds = (self._info_w, self._test_w)
+        bridge_sockets = [f"{NET_DIR_INSIDE}/{path.name}" for path in (self._bridge.paths if self._bridge is not None else ())]
+        probes = self_test_probes(self.policy, closed=self._closed, sockets=[*self._needed_sockets, *bridge_sockets], labels=self._labels)
         self.argv = bwrap_argv(self.policy, self._argv, net_dir=self._net_dir, forwards=forwards,
-                               info_fd=self._info_w, bwrap=self._bwrap)
+                               info_fd=self._info_w, bwrap=self._bwrap, credentials=credentials,
+                               self_test=f"{self._test_w}={json.dumps(probes, separators=(',', ':'))}")
         self.env = confined_environment(self._env, self.policy, proxy_port)
         return self
 
     def started(self) -> None:
-        """Call once the bwrap process runs: closes our copy of the info fd's write end."""
-        if self._info_w is not None:
-            os.close(self._info_w)
-            self._info_w = None
+        """Call once the bwrap process runs: closes our copies of the info and self-test fds' write ends."""
+        for name in ("_info_w", "_test_w"):
+            fd = getattr(self, name)
+            if fd is not None:
+                os.close(fd)
+                setattr(self, name, None)
+
+    def _read_self_test(self) -> dict | None:
+        if self._test_r is None:
+            return None
+        self.started()
+        data = b""
+        with contextlib.suppress(OSError):
+            os.set_blocking(self._test_r, False)
+            while chunk := os.read(self._test_r, 65536):
+                data += chunk
+        try:
+            answer = json.loads(data.decode() or "null")
+        except (ValueError, UnicodeDecodeError):
+            return {"ok": False, "checks": [], "error": f"unreadable self-test answer: {data[:200]!r}"}
+        return answer if isinstance(answer, dict) else None
 
     def _read_namespace(self) -> tuple[int | None, int | None]:
         """bwrap's `--info-fd` report: the namespace's first process (host pid) and the PID namespace's inode."""
@@ -230,6 +297,7 @@ class Confinement:
 
     def __exit__(self, *exc_info: object) -> None:
         try:
+            self.self_test = self._read_self_test()
             self.namespace_pid, namespace = self._read_namespace()
             self.leftovers = end_namespace(self.namespace_pid, namespace_id=namespace)
         finally:
@@ -237,13 +305,14 @@ class Confinement:
                 self._bridge.close()
             if self._bridge_writer is not None:
                 self._bridge_writer.close()
-            if self._net_dir is not None:
-                shutil.rmtree(self._net_dir, ignore_errors=True)
-            for fd in (self._info_r, self._info_w):
+            for private in (self._net_dir, self._auth_dir):
+                if private is not None:
+                    shutil.rmtree(private, ignore_errors=True)
+            for fd in (self._info_r, self._info_w, self._test_r, self._test_w):
                 if fd is not None:
                     with contextlib.suppress(OSError):
                         os.close(fd)
-            self._info_r = self._info_w = None
+            self._info_r = self._info_w = self._test_r = self._test_w = None
 
 
 def _namespace_of(pid: int) -> str | None:

@@ -20,6 +20,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from pytest_agentbench.run.netbridge import Endpoint, UpstreamProxy
+from pytest_agentbench.run.sign_in import SignIn, credentials_file, find_sign_in
 
 #: The agent command names that get no model endpoint (the scripted replay agent) or the
 #: OpenAI-compatible one (seed 004's agent); every other command is treated as Claude Code.
@@ -32,8 +33,9 @@ PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "AL
 LOOPBACK_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost")
 #: Directories hidden in every sandbox besides the run's own paths.
 ALWAYS_HIDDEN = ("/tmp", "/var/tmp", "/run", "/var/run", "/dev/shm")
-#: Harness state under the invoking user's HOME that the agent has no business reading.
-HOME_HIDDEN = (".android", ".auto-mobile")
+#: Harness state under the invoking user's HOME that the agent has no business reading, and the
+#: user's own Claude Code state (its sign-in with the refresh token, other sessions' transcripts).
+HOME_HIDDEN = (".android", ".auto-mobile", ".claude", ".claude.json")
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,9 @@ class SandboxPolicy:
         remote: Hosts the agent reaches through the allowlisting CONNECT proxy (HTTPS_PROXY).
         upstream: The operator's HTTP proxy that proxy's tunnels go through (the harness's own
             ``HTTPS_PROXY``), or None: the model host is reached directly.
+        sign_in: The operator's Claude Code subscription sign-in, bound read-only (without its
+            refresh token) at the agent's own ``~/.claude/.credentials.json``; None when an API
+            variable authenticates or no sign-in exists.
         agent_kind: ``claude``, ``openai`` or ``replay``: which endpoint rules applied.
         notes: Sentences for the record (an upstream proxy used, a plain-http remote refused).
     """
@@ -61,6 +66,7 @@ class SandboxPolicy:
     loopback: tuple[Endpoint, ...] = ()
     remote: tuple[Endpoint, ...] = ()
     upstream: UpstreamProxy | None = None
+    sign_in: SignIn | None = None
     agent_kind: str = "claude"
     notes: tuple[str, ...] = field(default=())
 
@@ -74,6 +80,7 @@ class SandboxPolicy:
             "remote": [str(endpoint) for endpoint in self.remote],
             # Where the tunnels went on to; never its credentials.
             "upstreamProxy": str(self.upstream.endpoint) if self.upstream is not None else None,
+            "signIn": self.sign_in.describe() if self.sign_in is not None else None,
             "agentKind": self.agent_kind,
             "notes": list(self.notes),
         }
@@ -185,6 +192,29 @@ def executable_paths(command: str, environ: Mapping[str, str]) -> list[Path]:
     return _resolved([found]) + ([Path(os.path.abspath(found))] if Path(os.path.abspath(found)) != Path(os.path.realpath(found)) else [])
 
 
+def program_tree(executable: Path) -> Path | None:
+    """The npm package a program belongs to (the nearest directory above it with a package.json), or None for a lone file.
+
+    An npm-installed agent (Codex CLI's `bin/codex.js`, a project's `node_modules/.bin/claude`)
+    loads files beside it: showing the file alone inside the sandbox would start it and fail.
+    """
+    for parent in Path(executable).parents:
+        if (parent / "package.json").is_file():
+            return parent
+        if parent.name == "node_modules" or parent == Path(parent.anchor):
+            return None
+    return None
+
+
+def unshowable_program(command: str, environ: Mapping[str, str], hidden: Sequence[Path]) -> Path | None:
+    """The package directory a confined agent program needs that would show hidden material (it holds a hidden path), else None."""
+    for path in executable_paths(command, environ):
+        tree = program_tree(path)
+        if tree is not None and any(Path(os.path.realpath(h)).is_relative_to(tree) for h in hidden):
+            return tree
+    return None
+
+
 def build_policy(
     *,
     workdir: Path,
@@ -226,6 +256,9 @@ def build_policy(
     home = environ.get("HOME")
     if home:
         hidden += [Path(home) / name for name in HOME_HIDDEN]
+    claude_config = credentials_file(environ)
+    if claude_config is not None:
+        hidden.append(claude_config.parent)
     adb_socket = environ.get("ADB_SERVER_SOCKET", "")
     if adb_socket.startswith("localfilesystem:"):
         hidden.append(Path(adb_socket.removeprefix("localfilesystem:")).parent)
@@ -233,10 +266,15 @@ def build_policy(
 
     package = package_root or Path(__file__).resolve().parent.parent
     prefixes = interpreter_prefixes if interpreter_prefixes is not None else (sys.prefix, sys.base_prefix)
-    shown = [*prefixes, package, *executable_paths(agent_command, environ)]
+    program = executable_paths(agent_command, environ)
+    # A program's own package comes with it, unless it would show what the policy hides.
+    trees = [tree for tree in (program_tree(path) for path in program) if tree is not None
+             and not any(Path(h).is_relative_to(tree) for h in hide)]
+    shown = [*prefixes, package, *program, *trees]
     # A path shown again only matters when something hides it; the rest is visible already.
     expose = tuple(path for path in _resolved(shown)
                    if path.exists() and any(path.is_relative_to(h) for h in hide) and path != Path(workdir).resolve())
     writable = tuple(path for path in _resolved(extra_binds) if path.exists())
     return SandboxPolicy(workdir=Path(workdir).resolve(), hide=hide, expose=expose, writable=writable,
-                         loopback=loopback, remote=remote, upstream=upstream if remote else None, agent_kind=kind, notes=tuple(notes))
+                         loopback=loopback, remote=remote, upstream=upstream if remote else None,
+                         sign_in=find_sign_in(environ) if kind == "claude" else None, agent_kind=kind, notes=tuple(notes))

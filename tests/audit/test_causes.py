@@ -314,3 +314,30 @@ def test_a_bridge_log_nobody_read_confirms_nothing() -> None:
     run = make_run(make_suite(), sandbox=CONFINED, relay_log="relay.jsonl", bridge_log="model-bridge.jsonl")
     got = audit_run(run, API_ERROR, relay(), None).verdict
     assert got.cause == "agent" and "the model bridge's log model-bridge.jsonl was not read" in got.reasons[0]
+
+
+# ----------------------------------------------------------------------------- the sandbox's self-test
+
+SELF_TEST_HOLE = {"ok": False, "checks": [
+    {"what": "the run directory", "expected": "hidden", "reached": True, "seen": ["device-before.json"]},
+    {"what": "TCP 127.0.0.1:5037", "expected": "refused", "reached": False},
+    {"what": "socket /tmp/agentbench-relay-x/agentbench.sock", "expected": "reachable", "reached": True},
+]}
+
+
+def test_a_self_test_that_found_a_hole_makes_the_run_the_harness_s_and_says_what_was_reachable() -> None:
+    verdict = audit(transcript(), process=ProcessOutcome(exit_code=125, timed_out=False, signal=None, wall_clock_seconds=0.1),
+                    sandbox={"mode": "on", "selfTest": SELF_TEST_HOLE}).verdict
+    assert (verdict.status, verdict.cause) == ("incomplete", "harness")
+    assert verdict.reasons[0] == ("the sandbox's self-test failed, so the agent was not confined as promised: "
+                                  "the run directory: reachable (saw device-before.json)")
+
+
+@pytest.mark.parametrize("self_test", [{"ok": True, "checks": []}, None, "garbage"])
+def test_a_passing_or_absent_self_test_changes_nothing(self_test) -> None:
+    assert audit(transcript(), sandbox={"mode": "on", "selfTest": self_test}).verdict.cause != "harness"
+
+
+def test_an_unconfined_run_has_no_self_test_to_blame() -> None:
+    # Only the sandbox writes selfTest; an unconfined run's record could hold anything the agent wrote.
+    assert audit(transcript(), sandbox={"mode": "off", "selfTest": SELF_TEST_HOLE}).verdict.cause != "harness"

@@ -321,3 +321,46 @@ def _cmdline(proc: Path) -> bytes:
         return (proc / "cmdline").read_bytes()
     except OSError:
         return b""
+
+
+@needs_bwrap
+def test_the_self_test_reports_from_inside_what_is_hidden_refused_and_there(layout, echo: EchoServer, tmp_path: Path) -> None:
+    relay = tmp_path / "relay"
+    relay.mkdir()
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(relay / "agentbench.sock"))
+    try:
+        policy = policy_for(layout, extra_binds=[relay])
+        labels = {layout["run"].resolve(): "the run directory", layout["project"].resolve(): "the project"}
+        argv = [sys.executable, "-c", "print('agent ran')"]
+        with sandbox.Confinement(policy, argv, dict(os.environ), closed=[Endpoint("127.0.0.1", echo.port)], labels=labels,
+                                 needed_sockets=[relay / "agentbench.sock"]) as confined:
+            proc = subprocess.run(confined.argv, env=confined.env, pass_fds=confined.pass_fds, capture_output=True, text=True,
+                                  cwd=policy.workdir, timeout=30, start_new_session=True)
+            confined.started()
+    finally:
+        listener.close()
+    assert proc.stdout == "agent ran\n", proc.stderr
+    checks = {check["what"]: check for check in confined.self_test["checks"]}
+    assert confined.self_test["ok"] is True
+    assert checks["the run directory"]["reached"] is False and checks["the project"]["reached"] is False
+    assert checks[f"TCP 127.0.0.1:{echo.port}"] == {"what": f"TCP 127.0.0.1:{echo.port}", "expected": "refused", "reached": False}
+    assert checks[f"socket {relay / 'agentbench.sock'}"]["reached"] is True
+    assert echo.accepted == 0
+
+
+@needs_bwrap
+def test_a_sandbox_with_a_hole_does_not_start_the_agent_and_says_what_was_reachable(layout) -> None:
+    # A policy that forgot the run directory (and /tmp above it): the self-test sees its files.
+    policy = policy_for(layout)
+    leaky = type(policy)(**{**policy.__dict__, "hide": tuple(p for p in policy.hide if not layout["run"].resolve().is_relative_to(p))})
+    argv = [sys.executable, "-c", "print('agent ran')"]
+    with sandbox.Confinement(leaky, argv, dict(os.environ), labels={layout["run"].resolve(): "the run directory"}) as confined:
+        proc = subprocess.run(confined.argv, env=confined.env, pass_fds=confined.pass_fds, capture_output=True, text=True,
+                              cwd=policy.workdir, timeout=30, start_new_session=True)
+        confined.started()
+    assert proc.returncode == 125 and proc.stdout == ""
+    assert "self-test failed, the agent was not started: the run directory" in proc.stderr
+    (hole,) = [check for check in confined.self_test["checks"] if check["what"] == "the run directory"]
+    assert hole["reached"] is True and hole["seen"] == ["device-before.json"]
+    assert confined.self_test["ok"] is False
