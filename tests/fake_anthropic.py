@@ -22,6 +22,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import ssl
 import threading
 import time
 import uuid
@@ -289,11 +290,18 @@ class FakeAnthropic:
         after_script: Turn | None = None,
         model: str = DEFAULT_MODEL,
         side_reply: str = "Fake session",
+        accept_only: str | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.script = list(script)
         self.after_script = after_script or (lambda _request: reply(text("Done.")))
         self.model = model
         self.side_reply = side_reply
+        #: A credential (API key or OAuth token): any request without it is answered 401.
+        self.accept_only = accept_only
+        #: A server-side TLS context: the fake speaks https (behind a proxy, as the real host).
+        self.tls = tls
+        self.refused_auth = 0
         self.requests: list[MessagesRequest] = []
         self._lock = threading.Lock()
         self._turns = itertools.count()
@@ -326,6 +334,8 @@ class FakeAnthropic:
         handler = _make_handler(self)
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
+        if self.tls is not None:
+            self._server.socket = self.tls.wrap_socket(self._server.socket, server_side=True)
         self._thread = threading.Thread(target=self._server.serve_forever, name="fake-anthropic", daemon=True)
         self._thread.start()
         return self
@@ -397,6 +407,13 @@ def _make_handler(fake: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
                 body = {"_unparseable": raw.decode("utf-8", "replace")}
             request = MessagesRequest("POST", self.path, dict(self.headers), body)
             fake._record(request)
+            if fake.accept_only is not None and fake.accept_only not in (
+                    self.headers.get("x-api-key"), (self.headers.get("authorization") or "").removeprefix("Bearer ")):
+                request.outcome = "401"
+                with fake._lock:
+                    fake.refused_auth += 1
+                self._send_json(401, {"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}})
+                return
             route = self.path.split("?", 1)[0]
             if route == "/v1/messages/count_tokens":
                 request.outcome = "count_tokens"

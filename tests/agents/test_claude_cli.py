@@ -12,14 +12,17 @@ tests, still run in CI. The scenario helpers' own tests at the top are fast and 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import ssl
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import trustme
 import yaml
 from claude_scenarios import (
     SCENARIOS,
@@ -29,6 +32,7 @@ from claude_scenarios import (
     screen_counts,
 )
 from fake_anthropic import CLAUDE_VERSION, DEFAULT_MODEL, FakeAnthropic, MessagesRequest
+from permissiveproxy import PermissiveProxy
 
 from pytest_agentbench.run import sandbox
 
@@ -38,6 +42,11 @@ SUITE_NAME = "bug-repro"
 # Generous for a scripted run (a few seconds); the hang scenario uses its own small timeout.
 RUN_TIMEOUT_S = 60
 HANG_TIMEOUT_S = 4
+# A signed-in user's tokens (no API key): the fake API takes only the access token.
+SIGNED_IN_TOKEN = "sk-ant-oat01-PLANTED-SIGN-IN-TOKEN"
+REFRESH_TOKEN = "sk-ant-ort01-PLANTED-REFRESH-TOKEN"
+# A gateway's name (not api.anthropic.com, for which Claude Code defers MCP tools behind ToolSearch).
+PROXIED_MODEL_HOST = "llm-gateway.example"
 # The fake's default usage per turn (fake_anthropic.DEFAULT_USAGE): 1000 input, 20 output tokens.
 TURN_INPUT_TOKENS, TURN_OUTPUT_TOKENS = 1000, 20
 # Variables from the developer's or CI's shell that would send the CLI elsewhere or change the run.
@@ -127,9 +136,12 @@ def run_plugin(pytester: pytest.Pytester, phone: str, module_adb_server, claude_
     }.items():
         monkeypatch.setenv(name, value)
 
-    def run(scenario_name: str, *, claude: dict | None = None, ini: dict | None = None, env: dict | None = None) -> PluginRun:
+    def run(scenario_name: str, *, claude: dict | None = None, ini: dict | None = None, env: dict | None = None,
+            unset: tuple[str, ...] = (), accept_only: str | None = None, behind_proxy: bool = False) -> PluginRun:
         for name, value in (env or {}).items():
             monkeypatch.setenv(name, value)
+        for name in unset:
+            monkeypatch.delenv(name, raising=False)
         suite = yaml.safe_load((BENCHMARK / "suites" / f"{SUITE_NAME}.yml").read_text())
         suite["preflight"]["settleSeconds"] = 0.2
         # The scripted model taps Add Item three times: the copy draws that one instance.
@@ -144,8 +156,23 @@ def run_plugin(pytester: pytest.Pytester, phone: str, module_adb_server, claude_
         pytester.makeini("[pytest]\n" + "".join(f"{key} = {value}\n" for key, value in (ini or {}).items()))
         output = pytester.path / "out"
         scenario = SCENARIOS[scenario_name]()
-        with FakeAnthropic(scenario.turns, after_script=scenario.after_script) as api:
-            monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
+        with contextlib.ExitStack() as stack:
+            tls = None
+            if behind_proxy:
+                # A remote host's name, behind the operator's proxy: the fake speaks https for it.
+                authority = trustme.CA()
+                tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+                authority.issue_cert(PROXIED_MODEL_HOST).configure_cert(tls)
+            api = stack.enter_context(FakeAnthropic(scenario.turns, after_script=scenario.after_script, accept_only=accept_only, tls=tls))
+            if behind_proxy:
+                proxy = stack.enter_context(PermissiveProxy(routes={f"{PROXIED_MODEL_HOST}:443": ("127.0.0.1", api.port)}))
+                monkeypatch.setenv("ANTHROPIC_BASE_URL", f"https://{PROXIED_MODEL_HOST}")
+                monkeypatch.setenv("HTTPS_PROXY", proxy.url)
+                # The throwaway CA is not the system's; the sandbox hides the temp directory a CA file would be in.
+                monkeypatch.setenv("NODE_TLS_REJECT_UNAUTHORIZED", "0")
+                api.proxy = proxy  # type: ignore[attr-defined]
+            else:
+                monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
             outcome = pytester.runpytest(
                 str(suite_file), "--device", phone, "--claude", str(claude_bin),
                 "--agentbench-output", str(output), "-p", "no:cacheprovider", "-rA",
@@ -240,6 +267,45 @@ def test_agent_solves_bug_repro_passes_with_cli_version_model_tokens_and_cost(ru
         assert sandbox_record["mode"] == "on" and sandbox_record["deviceReach"] == "relay"
         assert sandbox_record["policy"]["loopback"] == [run.api.base_url.split("//", 1)[1].rstrip("/")]
         assert sandbox_record["policy"]["agentKind"] == "claude" and sandbox_record["refusedConnections"] == []
+
+
+@pytest.mark.claude_cli
+@pytest.mark.skipif(not SANDBOX.usable, reason=f"no sandbox here: {SANDBOX.reason}")
+def test_a_signed_in_claude_code_without_an_api_key_passes_confined(run_plugin, pytester: pytest.Pytester) -> None:
+    # A subscription sign-in (no API key); the fake API takes only that sign-in's token.
+    credentials = pytester.path / "home" / ".claude" / ".credentials.json"
+    credentials.parent.mkdir(parents=True)
+    credentials.write_text(json.dumps({"claudeAiOauth": {
+        "accessToken": SIGNED_IN_TOKEN, "refreshToken": REFRESH_TOKEN, "expiresAt": int((time.time() + 3600) * 1000),
+        "scopes": ["user:inference", "user:profile"], "subscriptionType": "pro"}}), encoding="utf-8")
+    before = credentials.read_bytes()
+    run = run_plugin("solves", unset=("ANTHROPIC_API_KEY",), accept_only=SIGNED_IN_TOKEN)
+    run.outcome.assert_outcomes(passed=1)
+    assert run.verdict == "passed", run.reasons
+    assert run.api.refused_auth == 0 and run.api.agent_requests
+    assert run.result["sandbox"]["mode"] == "on"
+    assert run.result["sandbox"]["policy"]["signIn"]["refreshToken"] == "withheld"
+    # The user's own file is untouched, and no token is in any file of the run or its output.
+    assert credentials.read_bytes() == before
+    leaked = [p for p in (pytester.path / "out").rglob("*") if p.is_file()
+              and (SIGNED_IN_TOKEN.encode() in p.read_bytes() or REFRESH_TOKEN.encode() in p.read_bytes())]
+    assert leaked == []
+
+
+@pytest.mark.claude_cli
+@pytest.mark.skipif(not SANDBOX.usable, reason=f"no sandbox here: {SANDBOX.reason}")
+def test_claude_code_behind_the_operator_s_proxy_reaches_its_model_confined(run_plugin) -> None:
+    # A remote model gateway through a permissive local proxy, as in an office: the harness's own
+    # CONNECT proxy inside the sandbox chains to it for the model host alone.
+    run = run_plugin("solves", behind_proxy=True)
+    run.outcome.assert_outcomes(passed=1)
+    assert run.verdict == "passed", run.reasons
+    proxy = run.api.proxy  # type: ignore[attr-defined]
+    assert proxy.asked and set(proxy.asked) == {f"{PROXIED_MODEL_HOST}:443"}
+    sandbox_record = run.result["sandbox"]
+    assert sandbox_record["policy"]["remote"] == [f"{PROXIED_MODEL_HOST}:443"]
+    assert sandbox_record["policy"]["upstreamProxy"] == f"127.0.0.1:{proxy.port}"
+    assert sandbox_record["selfTest"]["ok"] is True
 
 
 @pytest.mark.claude_cli
