@@ -237,8 +237,7 @@ def confined_agent_problems(options: AgentbenchOptions, environ: Mapping[str, st
             return []
     except ValueError:
         return []  # sandbox_problem said it
-    from pytest_agentbench.run.sandbox_policy import agent_kind, unshowable_program
-    from pytest_agentbench.run.sign_in import find_sign_in
+    from pytest_agentbench.run.execute import agent_kind, find_sign_in, unshowable_program
 
     problems = []
     tree = unshowable_program(options.claude, environ, [project_root, options.output])

@@ -41,7 +41,8 @@ from pytest_agentbench.run.confine import deferred_mode, resolve_mode  # noqa: F
 from pytest_agentbench.run.dryrun import SECTION as DRY_RUN_SECTION  # noqa: F401
 from pytest_agentbench.run.dryrun import current_environ, dry_run_text  # noqa: F401 (--agentbench-dry-run)
 from pytest_agentbench.run.preflight import DEVICE_STAGING_DIR, PreflightResult, run_preflight  # noqa: F401
-from pytest_agentbench.run.sandbox_policy import agent_kind  # noqa: F401 (usage checks: which agent a command is)
+from pytest_agentbench.run.sandbox_policy import agent_kind, unshowable_program  # noqa: F401 (usage checks: which agent, hidden programs)
+from pytest_agentbench.run.sign_in import find_sign_in  # noqa: F401 (usage checks: a sign-in about to end)
 from pytest_agentbench.run.seed import plan_seeds  # noqa: F401 (a prove scenario's seed step)
 
 if TYPE_CHECKING:

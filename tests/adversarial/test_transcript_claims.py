@@ -38,11 +38,12 @@ def do_job(client, server, ids, device):
             time.sleep(0.2)
 
 def own_server(module, device):
-    # A server the agent starts itself, with what its own environment gives it (the adb endpoint).
+    # A server the agent starts itself. Its environment names no adb server any more: an
+    # unconfined agent finds the port anyway (here: told; elsewhere: a scan of loopback ports).
     import tempfile
     from pytest_agentbench.servers.mcpclient import StdioClient
     scratch = tempfile.mkdtemp(prefix="cheat-")
-    env = {**os.environ, "AGENTBENCH_DEVICE_SERIAL": device}
+    env = {**os.environ, "AGENTBENCH_DEVICE_SERIAL": device, "ANDROID_ADB_SERVER_PORT": str(PARAMS["adb_port"])}
     for name in ("AGENTBENCH_DATA_DIR", "AGENTBENCH_LOG_DIR", "AGENTBENCH_DB_DIR", "AGENTBENCH_SOCKET_DIR"):
         env[name] = os.path.join(scratch, name.lower())
         os.makedirs(env[name], exist_ok=True)
@@ -119,7 +120,8 @@ def session(adb_server: PrivateAdbServer, tmp_path_factory: pytest.TempPathFacto
     """One session over every suite; suite name -> its result.json (and "_project", "_output" for a re-render)."""
     tmp = tmp_path_factory.mktemp("claims")
     project = make_project(tmp / "project", {name: {**overrides, "preflight": {"settleSeconds": 0.3}} for name, overrides in SUITES.items()})
-    behaviours = {name: Behaviour("replay" if name == "honest-replay" else name, {"final": ANSWER}) for name in SUITES}
+    behaviours = {name: Behaviour("replay" if name == "honest-replay" else name, {"final": ANSWER, "adb_port": adb_server.port})
+                  for name in SUITES}
     agent = write_dispatcher(tmp / "agent", behaviours, bodies=BODIES, project=project)
     env = session_env(adb_server.port, tmp / "claims")
     # Unconfined on purpose: the relay's evidence must catch these lies even from an agent that

@@ -255,6 +255,7 @@ def test_the_harness_suites_prove_on_the_simulated_phone(lab, tmp_path: Path) ->
     assert outcomes == {
         "bug-repro[prove-pass]": "passed", "bug-repro[prove-fail-one-tap-short]": "passed",
         "bug-repro[prove-fail-count-read-wrong]": "passed", "bug-repro[prove-fail-typed-into-email]": "passed",
+        "bug-repro[prove-fail-bug-left-off]": "passed", "bug-repro[prove-fail-bug-on-for-the-last-tap]": "passed",
         "bug-repro[prove-fresh]": "passed",
         "ux-flow[prove-pass]": "passed", "ux-flow[prove-fail-stopped-on-details]": "passed",
         "ux-flow[prove-fail-answer-without-status]": "passed", "ux-flow[prove-fresh]": "passed",

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from fakeautomobile import make_checkout
+from suitefiles import make_suites
 
 from pytest_agentbench.errors import ConfigError
 from pytest_agentbench.servers import PROFILE_NAMES, automobile_stale_build, get_profile
@@ -137,11 +138,15 @@ def test_an_unbuilt_checkout_and_an_empty_directory(tmp_path: Path) -> None:
 def test_a_session_refuses_a_stale_automobile_build_once(pytester: pytest.Pytester, build_age_s: float, refused: bool) -> None:
     checkout = make_checkout(pytester.path / "auto-mobile", build_age_s=build_age_s)
     pytester.makeini(f"[pytest]\nagentbench_server = auto-mobile\nagentbench_automobile_dir = {checkout}\n")
-    result = pytester.runpytest("--collect-only", "-p", "no:cacheprovider")
+    # A session that names a suite (one that names none does not wake the plugin: free when unused).
+    suites = make_suites(pytester, "demo") / "suites"
+    result = pytester.runpytest(str(suites), "--claude", "agentbench-replay", "-p", "no:cacheprovider")
     if refused:
         assert result.ret == pytest.ExitCode.USAGE_ERROR
         result.stderr.fnmatch_lines(["*agentbench_server = auto-mobile: the AutoMobile build * is older than src/server/tools.ts; run `bun run build`*"])
     else:
-        assert result.ret != pytest.ExitCode.USAGE_ERROR, result.stderr.str()
+        # Refused only for want of a phone here, never for its build.
+        assert "bun run build" not in result.stderr.str() + result.stdout.str()
     # A dry run starts nothing, so it never refuses.
-    assert pytester.runpytest("--agentbench-dry-run", "-p", "no:cacheprovider").ret != pytest.ExitCode.USAGE_ERROR
+    dry = pytester.runpytest(str(suites), "--agentbench-dry-run", "-p", "no:cacheprovider")
+    assert dry.ret != pytest.ExitCode.USAGE_ERROR, dry.stderr.str()
