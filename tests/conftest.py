@@ -30,6 +30,10 @@ from fake_anthropic import claude_bin  # noqa: F401
 from geminicli import gemini_bin  # noqa: F401
 from simfixtures import private_adb  # noqa: F401
 
+# The pytest sessions the tests start (as subprocesses) skip hypothesis's plugin (see
+# fakeagents.CHILD_ADDOPTS); this session, already configured, keeps it.
+os.environ["PYTEST_ADDOPTS"] = " ".join(filter(None, [os.environ.get("PYTEST_ADDOPTS", ""), "-p no:hypothesispytest"]))
+
 #: Every process the tests start inherits this variable, so one that left our process tree
 #: (an adb server that daemonized, a detached MCP daemon) is still recognised as ours.
 OWNER_VARIABLE = "AGENTBENCH_TEST_SESSION"

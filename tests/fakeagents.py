@@ -544,17 +544,24 @@ UNCONFINED = ("--agentbench-sandbox", "off")
 def session_env(adb_port: int, claim_root: Path, **extra: str) -> dict[str, str]:
     """The environment for a pytest session under test: private adb server, private claim root."""
     env = environ_for_scripts()
-    for name in ("ADB_SERVER_SOCKET", "ANDROID_ADB_SERVER_ADDRESS", "PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER", "AGENTBENCH_WARM_SOCKET"):
+    for name in ("ADB_SERVER_SOCKET", "ANDROID_ADB_SERVER_ADDRESS", "PYTEST_XDIST_WORKER", "AGENTBENCH_WARM_SOCKET"):
         env.pop(name, None)
+    env["PYTEST_ADDOPTS"] = CHILD_ADDOPTS
     env["ANDROID_ADB_SERVER_PORT"] = str(adb_port)
     env["AUTOMOBILE_ADB_SERVER_COORDINATION_DIR"] = str(claim_root)
     env.update(extra)
     return env
 
 
+#: What a pytest session under test never needs: hypothesis's plugin imports all of hypothesis at
+#: every session's end (1.3 s of CPU per session in hypothesis 6.170), which the few hundred
+#: sessions the tests start would pay again and again.
+CHILD_ADDOPTS = "-p no:hypothesispytest"
+
+
 def pytest_argv(*args: str) -> list[str]:
     """`python -m pytest` with no cache and no inherited timeout ini, plus `args`."""
-    return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args]
+    return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", *args]
 
 
 def run_in_own_group(argv: list[str], *, cwd: Path, env: dict[str, str], timeout_s: float) -> subprocess.CompletedProcess[str]:
