@@ -46,6 +46,8 @@ class AgentbenchSession:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.options = AgentbenchOptions.from_config(config)
+        #: Where `--agentbench-json PATH` wrote the session document (said in the summary).
+        self.json_written: Path | None = None
         try:
             self.profile: ServerProfile = get_profile(self.options.server, automobile_dir=self.options.automobile_dir)
         except ConfigError as exc:
@@ -194,9 +196,16 @@ class AgentbenchSession:
             else:
                 self.options.json_path.parent.mkdir(parents=True, exist_ok=True)
                 self.options.json_path.write_text(text, encoding="utf-8")
+                self.json_written = self.options.json_path
 
     @pytest.hookimpl
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        self._write_summary(terminalreporter)
+        if self.json_written is not None and self.config.get_verbosity() >= 0:
+            # Said as the HTML report says where it wrote (htmlreport.py).
+            terminalreporter.write_line(f"agentbench json: {self.json_written}")
+
+    def _write_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if self.invalid and self.config.get_verbosity() == -1 and self.config.option.collectonly:
             # `--co -q` lists node ids only: a broken suite is an error, said even there.
             self._write_invalid(terminalreporter)

@@ -186,6 +186,12 @@ def test_verbose_adds_metric_rows_sequence_diff_and_run_dir(real, tmp_path, args
     assert [line for line in section if len(line) > COLUMNS] == []
 
 
+def test_the_summary_says_where_the_session_document_went(real):
+    root, original = real
+    (line,) = [line for line in original.stdout.splitlines() if line.startswith("agentbench json: ")]
+    assert line == f"agentbench json: {root / 'session-0.json'}"
+
+
 def test_ra_lists_the_passing_runs_rows(real):
     root, original = real
     run_dirs = [result["runDirectory"] for result in original.document["runs"]]
