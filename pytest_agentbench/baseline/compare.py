@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pytest_agentbench.records.comparison import (  # noqa: F401 (re-exported: the report formats with them)
     BaselineComparison, ComparabilityFlag, DiffLine, FlagKind, MetricRow, format_delta, format_number,
 )
-from pytest_agentbench.baseline.fingerprints import is_unknown
+from pytest_agentbench.baseline.fingerprints import flat_fields, is_unknown
 
 # Scalar metrics in the order the report shows them; per-tool counts follow as `toolCounts.<tool>`.
 SCALAR_METRICS: tuple[str, ...] = (
@@ -137,9 +137,13 @@ def _show(value: Any) -> str:
 
 
 def _differing_fields(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> list[str]:
-    """`field old -> new` for each field that differs; an unknown value never matches."""
-    old = old or {}
-    new = new or {}
+    """`field old -> new` for each field that differs, nested ones by their dotted name; an unknown value never matches.
+
+    The other apps a job uses (`appBuild.otherApps`) are compared field by field: an app whose
+    build reads unknown on both runs is flagged, never taken as the same build.
+    """
+    old = flat_fields(old)
+    new = flat_fields(new)
     changes = []
     for key in sorted(set(old) | set(new)):
         before, after = old.get(key), new.get(key)

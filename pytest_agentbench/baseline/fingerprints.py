@@ -54,11 +54,21 @@ def is_unknown(value: Any) -> bool:
     return value is None or value == "" or value == UNKNOWN
 
 
+def flat_fields(mapping: Mapping[str, Any] | None, prefix: str = "") -> dict[str, Any]:
+    """A fingerprint mapping with nested mappings spelled out (`otherApps.com.android.contacts.versionCode`)."""
+    flat: dict[str, Any] = {}
+    for key, value in (mapping or {}).items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            flat.update(flat_fields(value, name + "."))
+        else:
+            flat[name] = value
+    return flat
+
+
 def unknown_fields(mapping: Mapping[str, Any] | None) -> tuple[str, ...]:
-    """Names of the fields of a fingerprint mapping that could not be read (sorted)."""
-    if not mapping:
-        return ()
-    return tuple(sorted(key for key, value in mapping.items() if is_unknown(value)))
+    """Names of the fields of a fingerprint mapping that could not be read (sorted), nested ones too (the other apps' builds)."""
+    return tuple(sorted(key for key, value in flat_fields(mapping).items() if is_unknown(value)))
 
 
 def digest_text(value: str) -> str:

@@ -413,6 +413,23 @@ def test_identical_run_has_no_flags_and_no_baseline_means_no_flags():
     assert comparability_flags({}, CURRENT) == ()
 
 
+OTHER_UNREAD = {"com.android.contacts": {"versionName": "unknown", "versionCode": "unknown"}}
+
+
+def test_another_app_whose_build_reads_unknown_on_both_runs_is_flagged_and_blocks_a_snippet():
+    # app.alsoUses: each other app's build is a nested fingerprint; unknown never matches there either.
+    app = {**APP, "otherApps": OTHER_UNREAD}
+    flags = comparability_flags(_block(app_build=app), {**CURRENT, "appBuild": app})
+    assert [(flag.kind, flag.message) for flag in flags] == [
+        ("app-build", "app build differs: otherApps.com.android.contacts.versionCode unknown -> unknown; "
+                      "otherApps.com.android.contacts.versionName unknown -> unknown")]
+    known = {**APP, "otherApps": {"com.android.contacts": {"versionName": "14", "versionCode": 34}}}
+    assert comparability_flags(_block(app_build=known), {**CURRENT, "appBuild": known}) == ()
+    blockers = snippet_blockers(verdict_status="passed", stumble_count=0, clear_app_data=True, device_fingerprint=DEVICE,
+                                app_build=app, claude_code_version="2.1.197", observed_model="claude-sonnet-5-5")
+    assert blockers == ("app build unknown (otherApps.com.android.contacts.versionCode, otherApps.com.android.contacts.versionName)",)
+
+
 def test_unknown_never_matches_even_unknown():
     baseline = _block(device_fingerprint={**DEVICE, "theme": "unknown"}, observed_model="unknown")
     current = {**CURRENT, "deviceFingerprint": {**DEVICE, "theme": "unknown"}, "observedModel": "unknown"}
