@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import configparser
+import functools
 import json
 import os
 import platform
@@ -105,6 +106,40 @@ def package_source_digest(package_root: Path = PACKAGE_ROOT) -> str:
     """Digest of this package's own code and data (`*.py`, `*.json`), which executes and scores runs."""
     files = [path for path in iter_files(package_root) if path.suffix in (".py", ".json")]
     return digest_files(files, relative_to=package_root)
+
+
+#: Distributions beside this package's own requirements that execute or score a run.
+EXTRA_DISTRIBUTIONS = ("pytest-xdist",)
+
+
+@functools.lru_cache(maxsize=1)
+def dependency_versions() -> tuple[tuple[str, str], ...]:
+    """(name, installed version) of every distribution this package requires (and xdist), sorted; `absent` when not installed.
+
+    There is no lock file to digest: an `mcp` or `jsonschema` upgrade changes how a run executes
+    or is scored while this package's source stays the same, so the resolved versions are part of
+    the build.
+    """
+    from importlib.metadata import PackageNotFoundError, requires, version
+
+    try:
+        declared = requires("pytest-agentbench") or []
+    except PackageNotFoundError:
+        declared = []
+    names = {re.split(r"[\s;<>=!~\[(]", requirement, maxsplit=1)[0].lower() for requirement in declared if "extra ==" not in requirement}
+    found = []
+    for name in sorted(names | set(EXTRA_DISTRIBUTIONS)):
+        try:
+            found.append((name, version(name)))
+        except PackageNotFoundError:
+            found.append((name, "absent"))
+    return tuple(found)
+
+
+def project_file_digest(package_root: Path = PACKAGE_ROOT) -> str:
+    """Digest of the package's `pyproject.toml` beside its source (a source checkout), or `none` for an installed wheel."""
+    pyproject = package_root.parent / "pyproject.toml"
+    return digest_file(pyproject) if pyproject.is_file() else "none"
 
 
 def _describe_url(value: str) -> tuple[str, str | None]:
@@ -289,6 +324,7 @@ def server_build_fingerprint(
     components: dict[str, str] = {
         "profileBuild": digest_files(profile_build_files, relative_to=project_root),
         "packageSource": package_source_digest(package_root),
+        "packageProject": project_file_digest(package_root),
         "lockFiles": digest_files(lock_files, relative_to=project_root) if lock_files else "none",
         "python": f"{platform.python_implementation()} {platform.python_version()}",
         "platform": sys.platform,
@@ -297,6 +333,7 @@ def server_build_fingerprint(
         "agentCommand": _agent_command_component(agent_command, environ),
         "adbEndpoint": adb_endpoint,
     }
+    components.update({f"python.{name}": installed for name, installed in dependency_versions()})
     if sandbox is not None:
         components["sandbox"] = sandbox
     for client, output in sorted(adb_versions.items()):

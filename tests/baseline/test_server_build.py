@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
 
+from pytest_agentbench.baseline import server_build
 from pytest_agentbench.baseline.server_build import ServerBuild, provider_identity, server_build_fingerprint
 
 def changed_components(old: dict[str, str], new: dict[str, str]) -> tuple[str, ...]:
@@ -147,6 +149,22 @@ def test_build_inputs_change_the_digest(tmp_path):
     other_adb = _build(SECRETS, tmp_path, adb_versions={"/usr/bin/adb": "Android Debug Bridge version 1.0.41\nVersion 35.0.2"})
     assert changed_components(after_lock.components, other_adb.components) == ("adb./usr/bin/adb",)
     assert _build(SECRETS, tmp_path, adb_endpoint="tcp:localhost:5099").components["adbEndpoint"] == "tcp:localhost:5099"
+
+
+def test_an_upgraded_dependency_or_a_changed_pyproject_changes_the_build(tmp_path, monkeypatch: pytest.MonkeyPatch):
+    # No lock file: an `mcp` upgrade must still change the build.
+    before = _build(SECRETS, tmp_path)
+    assert before.components["python.mcp"] == version("mcp") and before.components["python.jsonschema"] == version("jsonschema")
+    upgraded = tuple((name, "99.0" if name == "mcp" else installed) for name, installed in server_build.dependency_versions())
+    monkeypatch.setattr(server_build, "dependency_versions", lambda: upgraded)
+    after = _build(SECRETS, tmp_path)
+    assert changed_components(before.components, after.components) == ("python.mcp",) and after.digest != before.digest
+    package = tmp_path / "checkout" / "pytest_agentbench"
+    package.mkdir(parents=True)
+    (package.parent / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    first = _build(SECRETS, tmp_path, package_root=package)
+    (package.parent / "pyproject.toml").write_text("[project]\nname = 'x'\ndependencies = ['mcp<9']\n")
+    assert changed_components(first.components, _build(SECRETS, tmp_path, package_root=package).components) == ("packageProject",)
 
 
 def test_adb_running_on_line_is_ignored(tmp_path):
