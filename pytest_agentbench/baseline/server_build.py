@@ -301,6 +301,7 @@ def server_build_fingerprint(
     package_root: Path = PACKAGE_ROOT,
     managed_settings_dirs: Sequence[str] = MANAGED_SETTINGS_DIRS,
     sandbox: str | None = None,
+    adb_server_version: str | None = None,
 ) -> ServerBuild:
     """`serverBuild`: a SHA-256 prefix over everything that executes and scores a run.
 
@@ -315,6 +316,8 @@ def server_build_fingerprint(
         managed_settings_dirs: Directories of organization-managed Claude Code settings.
         sandbox: The agent's confinement (`on (bubblewrap 0.8.0)` or `off`), when known: a
             confined and an unconfined run measure different things, so they are not comparable.
+        adb_server_version: The running adb server's own protocol version (`host:version`),
+            which can differ from every client's; None when it was not asked.
 
     Returns:
         The digest and its components. Components hold only names, versions, hosts and
@@ -333,6 +336,8 @@ def server_build_fingerprint(
         "agentCommand": _agent_command_component(agent_command, environ),
         "adbEndpoint": adb_endpoint,
     }
+    if adb_server_version is not None:
+        components["adbServer"] = adb_server_version
     components.update({f"python.{name}": installed for name, installed in dependency_versions()})
     if sandbox is not None:
         components["sandbox"] = sandbox
@@ -343,12 +348,26 @@ def server_build_fingerprint(
     return ServerBuild(digest=digest_json(components), components=components)
 
 
+#: Where Android's command-line tools look for an SDK when neither ANDROID_HOME nor ANDROID_SDK_ROOT is set.
+DEFAULT_SDK_DIRS = ("Android/Sdk", "Library/Android/sdk")
+
+
 def adb_client_versions(environ: Mapping[str, str]) -> dict[str, str]:
-    """`adb version` of every adb client the MCP server might run: PATH's and the SDK's."""
-    candidates = {"path": shutil.which("adb", path=environ.get("PATH"))}
+    """`adb version` of every adb client the MCP server might run: PATH's, the SDK's, and the SDK a default-location search finds.
+
+    Keyed by where it was found (`path`, `ANDROID_HOME`, `ANDROID_SDK_ROOT`, `sdk:~/Android/Sdk`);
+    `absent` for a named SDK without adb, `unknown` for an adb that would not say its version.
+    """
+    candidates: dict[str, str | None] = {"path": shutil.which("adb", path=environ.get("PATH"))}
     for variable in ("ANDROID_HOME", "ANDROID_SDK_ROOT"):
         if environ.get(variable):
             candidates[variable] = str(Path(environ[variable]) / "platform-tools" / "adb")
+    home = environ.get("HOME")
+    if home and not any(environ.get(variable) for variable in ("ANDROID_HOME", "ANDROID_SDK_ROOT")):
+        for relative in DEFAULT_SDK_DIRS:
+            found = Path(home) / relative / "platform-tools" / "adb"
+            if found.exists():
+                candidates[f"sdk:~/{relative}"] = str(found)
     versions = {}
     for label, path in candidates.items():
         if not path or not os.access(path, os.X_OK):
@@ -356,7 +375,7 @@ def adb_client_versions(environ: Mapping[str, str]) -> dict[str, str]:
             continue
         try:
             done = subprocess.run([path, "version"], capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL)
-            versions[label] = done.stdout
+            versions[label] = done.stdout if done.returncode == 0 and done.stdout.strip() else UNKNOWN
         except (OSError, subprocess.TimeoutExpired):
             versions[label] = UNKNOWN
     return versions

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pytest_agentbench.baseline.fingerprints import requested_model, suite_digest
 from pytest_agentbench.baseline.server_build import ServerBuild, adb_client_versions, agent_cli_version, server_build_fingerprint
@@ -101,9 +101,15 @@ def finish_device_work(device: ClaimedDevice, suite: Suite, artifacts: RunArtifa
 
 
 def server_build(cache: dict, *, profile: ServerProfile, claude: str, environ: Mapping[str, str], adb_endpoint: str, project_root: Path,
-                 sandbox: str | None = None) -> ServerBuild:
-    """`serverBuild` for this session (computed once: it hashes files and runs `adb version`)."""
+                 sandbox: str | None = None, adb: Any = None) -> ServerBuild:
+    """`serverBuild` for this session (computed once: it hashes files, runs `adb version` and asks the adb server its version)."""
     if "server_build" not in cache:
+        server_version = None
+        if adb is not None:
+            try:
+                server_version = f"protocol {adb.version()}"
+            except Exception:  # noqa: BLE001 - a server that would not say is unknown, never a failed run
+                server_version = "unknown"
         files = [Path(p) for pattern in profile.build_files for p in sorted(glob.glob(pattern, recursive=True))]
         cache["server_build"] = server_build_fingerprint(
             profile_build_files=files,
@@ -113,6 +119,7 @@ def server_build(cache: dict, *, profile: ServerProfile, claude: str, environ: M
             adb_versions=adb_client_versions(environ),
             project_root=project_root,
             sandbox=sandbox,
+            adb_server_version=server_version,
         )
     return cache["server_build"]
 
@@ -223,7 +230,8 @@ def measure_run(
                      private_dirs=daemon.dirs, log=artifacts.postrun_log)
     state, cleanup = finish_device_work(device, suite, artifacts, prepared.device_before, prepared.device_baseline)
     build = server_build(cache, profile=profile, claude=options.claude, environ=environ,
-                         adb_endpoint=str(device.adb.endpoint), project_root=project_root, sandbox=confinement.mode.component())
+                         adb_endpoint=str(device.adb.endpoint), project_root=project_root, sandbox=confinement.mode.component(),
+                         adb=device.adb)
     harness["postRunSeconds"] = _since(clock)
     return Run(
         suite=suite,

@@ -269,3 +269,29 @@ def test_agentbench_agents_provider_is_its_openai_compatible_endpoint(command, e
     identity = provider_identity(environ, command)
     assert {key: identity.get(key) for key in expected} == expected
     assert "pw" not in json.dumps(identity)
+
+
+def _fake_adb(path: Path, version_line: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"#!/bin/sh\necho 'Android Debug Bridge version 1.0.41'\necho '{version_line}'\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_adb_client_versions_finds_path_s_the_named_sdks_and_a_default_sdk(tmp_path: Path) -> None:
+    _fake_adb(tmp_path / "bin" / "adb", "Version 34.0.5")
+    _fake_adb(tmp_path / "sdk" / "platform-tools" / "adb", "Version 35.0.2")
+    _fake_adb(tmp_path / "home" / "Android" / "Sdk" / "platform-tools" / "adb", "Version 36.0.0")
+    named = server_build.adb_client_versions({"PATH": str(tmp_path / "bin"), "ANDROID_HOME": str(tmp_path / "sdk"),
+                                              "ANDROID_SDK_ROOT": str(tmp_path / "nosdk"), "HOME": str(tmp_path / "home")})
+    assert {label: text.splitlines()[-1] if "\n" in text else text for label, text in named.items()} == {
+        "path": "Version 34.0.5", "ANDROID_HOME": "Version 35.0.2", "ANDROID_SDK_ROOT": "absent"}
+    # No SDK variable: the command-line tools' default location is searched, as the server's detection would.
+    found = server_build.adb_client_versions({"PATH": str(tmp_path / "nowhere"), "HOME": str(tmp_path / "home")})
+    assert found["path"] == "unknown" and found["sdk:~/Android/Sdk"].splitlines()[-1] == "Version 36.0.0"
+
+
+def test_the_adb_server_s_own_version_is_a_component(tmp_path: Path) -> None:
+    old = _build(SECRETS, tmp_path, adb_server_version="protocol 41")
+    new = _build(SECRETS, tmp_path, adb_server_version="protocol 40")
+    assert changed_components(old.components, new.components) == ("adbServer",)
