@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from pytest_agentbench.run.invocation import InvocationOptions, build_invocation
+from pytest_agentbench.run.invocation import REPLAY_COMMAND, InvocationOptions, build_invocation, replay_plan
 from pytest_agentbench.run.preflight import DEVICE_STAGING_DIR
 from pytest_agentbench.run.seed import plan_seeds
 from pytest_agentbench.servers import ServerProfile
@@ -46,7 +46,16 @@ def dry_run_text(suite: Suite, *, options: DryRunOptions, profile: ServerProfile
         suite, options=options, profile=profile, run_dir=run_dir, workdir=workdir, serial=serial, environ=environ,
     )
     header = f"suite: {suite.name} ({suite.path})\nserver: {profile.name} (pinnable: {'yes' if profile.pinnable else 'no'})"
-    return header + "\n" + invocation.describe() + device_reads_text(suite)
+    return header + "\n" + missing_plan_text(suite, options.claude) + invocation.describe() + device_reads_text(suite)
+
+
+def missing_plan_text(suite: Suite, agent_command: str) -> str:
+    """A warning line when the replay agent would run a suite that has no plan (it would end the run incomplete), else ""."""
+    if Path(agent_command).name != REPLAY_COMMAND or replay_plan(suite, agent_command) is not None:
+        return ""
+    expected = Path(suite.path).absolute().parent.parent / "plans" / f"{suite.name}.yml"
+    return (f"warning: no replay plan at {expected}: agentbench-replay would end this run incomplete; "
+            "write the plan the scripted agent plays (docs/agents.md#writing-a-plan)\n")
 
 
 def device_reads_text(suite: Suite) -> str:

@@ -111,3 +111,21 @@ def test_dry_run_text_uses_placeholders_and_options(tmp_path: Path) -> None:
     assert '"AGENTBENCH_MCP_INSTRUCTIONS": "1"' in text
     assert "environment removed: (none)" in text
     assert not (tmp_path / "ux-flow").exists()
+
+
+def test_a_suite_without_a_replay_plan_is_warned_about_before_any_run(pytester: pytest.Pytester) -> None:
+    # A new user's first suite: the replay agent would end it incomplete; the dry run says why first.
+    root = pytester.path / "benchmark" / "agent"
+    (root / "suites").mkdir(parents=True)
+    (root / "prompts").mkdir()
+    for part in ("suites", "prompts"):
+        name = "bug-repro.yml" if part == "suites" else "bug-repro.txt"
+        (root / part / name).write_bytes((REPO_ROOT / "benchmark" / "agent" / part / name).read_bytes())
+    result = pytester.runpytest("benchmark/", "--agentbench-dry-run", "--claude", "agentbench-replay", "-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines([f"warning: no replay plan at {root / 'plans' / 'bug-repro.yml'}: agentbench-replay would end this run incomplete*"])
+    (root / "plans").mkdir()
+    (root / "plans" / "bug-repro.yml").write_bytes((REPO_ROOT / "benchmark" / "agent" / "plans" / "bug-repro.yml").read_bytes())
+    again = pytester.runpytest("benchmark/", "--agentbench-dry-run", "--claude", "agentbench-replay", "-p", "no:cacheprovider")
+    assert "no replay plan" not in again.stdout.str()
+    # Another agent plays no plan: nothing to warn about.
+    assert "no replay plan" not in pytester.runpytest("benchmark/", "--agentbench-dry-run", "-p", "no:cacheprovider").stdout.str()
