@@ -418,6 +418,12 @@ def test_a_runs_identity_names_agent_model_provider_server_and_device(tmp_path: 
         "server": "agentbench", "device": "emulator-5554 (Pixel 8, SDK 34)"}
     # Nothing recorded: nothing claimed.
     assert run_identity(RunResult.from_json({"runDirectory": str(tmp_path / "none")})) == {"agent": "", "model": "", "server": "", "device": ""}
+    # The scripted agent: no model ran, whatever its stream calls itself, and no provider carried it.
+    scripted = RunResult.from_json(_result(
+        run_dir, agent={"command": ["/venv/bin/agentbench-replay", "-p"], "requestedModel": "claude-sonnet-5-5"},
+        fingerprints={"claudeCodeVersion": "0.1.0", "observedModel": "agentbench-replay", "serverBuildComponents": {"provider": "anthropic"}}))
+    assert run_identity(scripted)["model"] == ("no model: a script answered (agentbench-replay plays the suite's plan); "
+                                               "the suite asks for claude-sonnet-5-5")
 
 
 def test_the_header_lists_each_distinct_value_once_and_says_unknown_for_none() -> None:

@@ -23,6 +23,7 @@ from pytest_agentbench.records import RunResult
 from pytest_agentbench.report.document import scrub
 from pytest_agentbench.report.html.assets import Assets
 from pytest_agentbench.report.html.timeline import build_timeline
+from pytest_agentbench.run.invocation import REPLAY_COMMAND
 from pytest_agentbench.run.artifacts import RunArtifacts
 from pytest_agentbench.run.stream import read_arrivals
 from pytest_agentbench.servers.screenshots import DATA_SUBDIR, SCREENSHOTS_DIR, read_index
@@ -92,10 +93,13 @@ def run_identity(result: RunResult) -> dict[str, str]:
     agent = f"{program} {version}" if program and isinstance(version, str) and version != "unknown" else program
     model = result.requested_model or ""
     observed = fingerprints.get("observedModel")
-    if isinstance(observed, str) and observed not in ("", "unknown", model):
+    if program == REPLAY_COMMAND:
+        # No model ran: the scripted agent played the suite's plan (its stream names itself as the model).
+        model = "no model: a script answered (agentbench-replay plays the suite's plan)" + (f"; the suite asks for {model}" if model else "")
+    elif isinstance(observed, str) and observed not in ("", "unknown", model):
         model = f"{model} (answered as {observed})" if model else observed
     provider = fingerprints.server_build_components.get("provider")
-    if model and provider:
+    if model and provider and program != REPLAY_COMMAND:
         endpoint = fingerprints.server_build_components.get("provider.endpoint")
         model += f" via {provider}" + (f" at {endpoint}" if endpoint else "")
     device = result.device_serial or ""
