@@ -102,6 +102,13 @@ def test_task_complete_ends_with_its_answer_as_the_final_text() -> None:
     assert '"Wi-Fi"' in last[-1]["content"] and "checked" in last[-1]["content"]
 
 
+def test_every_request_offers_the_tools_with_tool_choice_auto() -> None:
+    # Seed 004: the model chooses whether to call a tool; "required" would forbid a plain answer.
+    episode = run_episode([call("tap", index=NETWORK), DONE])
+    assert [request.get("tool_choice") for request in episode.requests] == ["auto", "auto"]
+    assert all(request.get("tools") for request in episode.requests)
+
+
 def test_one_action_per_turn_the_others_are_answered_not_executed() -> None:
     two = Turn(tool_calls=(("tap", {"index": NETWORK}), ("back", {})))
     episode = run_episode([two, DONE])

@@ -56,8 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument("--task", required=True, help="The task in the user's words, e.g. \"Turn on Wi-Fi.\"")
-    parser.add_argument("--device", required=True, metavar="sim|SERIAL",
-                        help="sim starts a simulated phone for the episode; otherwise an adb serial")
+    parser.add_argument("--device", required=True, metavar="sim|adb|SERIAL",
+                        help="sim starts a simulated phone for the episode; adb takes the one online device (as seed 004's "
+                             "run_episode.py); otherwise an adb serial")
     parser.add_argument("--model", default=None, help=f"The served model name. Default: ${MODEL_VARIABLE}")
     parser.add_argument("--max-turns", type=_positive, default=DEFAULT_MAX_TURNS, metavar="N",
                         help="Step budget. Default: %(default)r")
@@ -140,10 +141,29 @@ def run_episode(args: argparse.Namespace, *, serial: str, stdout: TextIO, stderr
     return EXIT_COMPLETED if result.completed else EXIT_NOT_COMPLETED
 
 
+def the_one_online_device(adb: Adb) -> tuple[str | None, str]:
+    """`--device adb`: the serial of the one online device, or None and why (none, several, or no adb server)."""
+    try:
+        online = [device.serial for device in adb.devices() if device.state == "device"]
+    except (AgentbenchError, OSError) as exc:
+        return None, f"the adb server cannot be asked for its devices ({exc}); start it with `adb start-server`"
+    if len(online) == 1:
+        return online[0], ""
+    if not online:
+        return None, "no online device (`adb devices` lists none); connect a phone or use --device sim"
+    return None, f"{len(online)} online devices ({', '.join(online)}); name one with --device SERIAL"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point of `agentbench-episode`."""
     args = build_parser().parse_args(argv)
     environ = dict(os.environ)
+    if args.device == "adb":
+        serial, problem = the_one_online_device(Adb())
+        if serial is None:
+            print(f"{PROGRAM}: --device adb: {problem}", file=sys.stderr)
+            return EXIT_USAGE
+        return run_episode(args, serial=serial, stdout=sys.stdout, stderr=sys.stderr, environ=environ)
     if args.device != "sim":
         return run_episode(args, serial=args.device, stdout=sys.stdout, stderr=sys.stderr, environ=environ)
     # Imported here: only --device sim needs the simulated phone.
