@@ -138,20 +138,21 @@ def path_programs(environ: Mapping[str, str]) -> set[str]:
     return names
 
 
-def agent_settings_problem(command: str, environ: Mapping[str, str]) -> str | None:
-    """Why the agent's required settings are missing or malformed (agentbench-agent's endpoint), or None."""
+def agent_settings_problem(command: str, environ: Mapping[str, str], model: str | None = None) -> str | None:
+    """Why the agent's required settings are missing or malformed, or its model server does not answer (agentbench-agent's endpoint), or None."""
     from pytest_agentbench.run.execute import agent_kind
 
     if agent_kind(command) != "openai":
         return None
     # Imported only here: the endpoint module pulls in the OpenAI client.
-    from pytest_agentbench.agents.model.endpoint import EndpointConfig, EndpointConfigError
+    from pytest_agentbench.agents.model.endpoint import EndpointConfig, EndpointConfigError, endpoint_problem
 
     try:
-        EndpointConfig.from_environ(environ)
+        config = EndpointConfig.from_environ(environ)
     except EndpointConfigError as exc:
         return f"the agent {command} (--claude) needs its model endpoint: {exc} (docs/agents.md)"
-    return None
+    problem = endpoint_problem(config, model)
+    return f"the agent {command} (--claude): {problem}" if problem else None
 
 
 def device_problem(options: AgentbenchOptions, *, pinnable: bool, adb: Adb) -> str | None:
@@ -201,7 +202,7 @@ def check_before_collection(config: pytest.Config, options: AgentbenchOptions, *
         return None
     problems = []
     if runs_agents(config, options):
-        problems += [p for p in (agent_problem(options.claude, environ), agent_settings_problem(options.claude, environ),
+        problems += [p for p in (agent_problem(options.claude, environ), agent_settings_problem(options.claude, environ, options.model),
                                  sandbox_problem(options)) if p]
         if not problems:
             problems += confined_agent_problems(options, environ, project_root=Path(config.rootpath))

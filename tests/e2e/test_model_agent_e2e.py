@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import re
+import socket
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,11 +102,41 @@ def retried(adb_server: PrivateAdbServer, tmp_path_factory: pytest.TempPathFacto
         yield _run(tmp, adb_server, ["api-429"], base_url=api.base_url, api=api, max_retries=2, html=tmp / "report.html")
 
 
+class GoneAfterTheCheck:
+    """A model server that answers the session's check before collection (`GET /models`), then goes away (it crashed)."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(1)
+        self.port = self.sock.getsockname()[1]
+        self.thread = threading.Thread(target=self._answer_once, daemon=True)
+        self.thread.start()
+
+    def _answer_once(self) -> None:
+        try:
+            client, _ = self.sock.accept()
+        except OSError:
+            return
+        with client:
+            client.recv(65536)
+            client.sendall(b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 12\r\n\r\n{"data": []}')
+        self.sock.close()
+
+    def close(self) -> None:
+        self.sock.close()
+        self.thread.join(timeout=5)
+
+
 @pytest.fixture(scope="module")
-def unreachable(adb_server: PrivateAdbServer, tmp_path_factory: pytest.TempPathFactory) -> Session:
-    """A session whose endpoint is a loopback port nothing listens on."""
-    return _run(tmp_path_factory.mktemp("unreachable"), adb_server, [UNREACHABLE],
-                base_url=f"http://127.0.0.1:{free_port()}/v1", api=None)
+def unreachable(adb_server: PrivateAdbServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
+    """A session whose model server answered the check before collection and was gone when the runs began."""
+    server = GoneAfterTheCheck()
+    try:
+        yield _run(tmp_path_factory.mktemp("unreachable"), adb_server, [UNREACHABLE],
+                   base_url=f"http://127.0.0.1:{server.port}/v1", api=None)
+    finally:
+        server.close()
 
 
 def _verdict(session: Session, name: str) -> tuple[str, str]:
@@ -223,6 +255,19 @@ def test_unreachable_endpoint_is_incomplete_with_the_cause(unreachable: Session)
     # The harness's own model bridge saw the refusal: the run leaves the rate as the harness's.
     verdict = unreachable.result(UNREACHABLE)["verdict"]
     assert verdict["incompleteCause"] == "harness" and "; confirmed by the model bridge: " in verdict["reasons"][-1], verdict
+
+
+def test_a_model_server_that_does_not_answer_stops_the_session_before_any_run(adb_server: PrivateAdbServer, tmp_path: Path) -> None:
+    # Before, 21 runs spent a minute each ending incomplete; the reason was only in result.json.
+    project = make_project(tmp_path / "project", {"wifi-passes": {"preflight": {"settleSeconds": 0.3}}}, template="wifi-on")
+    host = f"http://127.0.0.1:{free_port()}"
+    env = session_env(adb_server.port, tmp_path / "claims", AGENTBENCH_OPENAI_BASE_URL=host + "/v1", AGENTBENCH_OPENAI_API_KEY=API_KEY)
+    done = run_session(project, ["benchmark/", "--device", "sim", "--claude", "agentbench-agent", "--model", "my-served-model",
+                                 "--agentbench-output", str(tmp_path / "out")], env)
+    assert done.returncode == 4, done.stdout + done.stderr
+    # The scheme, host and port (a URL's path can hold a secret, so it is not printed).
+    assert f"the model server at {host} (AGENTBENCH_OPENAI_BASE_URL) does not answer: [Errno 111] Connection refused" in done.stderr, done.stderr
+    assert not (tmp_path / "out").exists()
 
 
 def test_an_api_error_the_bridge_did_not_see_is_the_agent_s(scenarios: Session) -> None:

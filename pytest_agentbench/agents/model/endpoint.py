@@ -363,3 +363,41 @@ class ChatClient:
             duration_ms=int((time.monotonic() - clock) * 1000),
             retries=tuple(retries),
         )
+
+
+#: How long the check before collection waits for the model server to answer.
+PROBE_TIMEOUT_S = 5.0
+
+
+def endpoint_problem(config: EndpointConfig, model: str | None, *, timeout_s: float = PROBE_TIMEOUT_S) -> str | None:
+    """Why the model server cannot carry a session, checked once before any run; None when it can.
+
+    `GET {base_url}/models`: no answer at all (refused, unknown host, timeout) is a problem naming
+    the URL; any HTTP answer means a server listens. When it lists its models (OpenAI's
+    `{"data": [{"id": ...}]}`) and `model` is not among them, that is a problem too. A server
+    without the listing (404, another shape) is not refused: the runs will say what it does.
+    """
+    import json
+    import urllib.error
+    import urllib.request
+
+    url = config.base_url.rstrip("/") + "/models"
+    where = endpoint_identity(config.base_url)
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {config.api_key}"} if config.api_key else {})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as answer:  # noqa: S310 - the operator's own model URL
+            body = answer.read(1_000_000)
+    except urllib.error.HTTPError:
+        return None  # a server answered; it just has no listing here
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        return (f"the model server at {where} ({BASE_URL_VARIABLE}) does not answer: {reason}; start it, or fix the URL "
+                "(every run would end incomplete otherwise)")
+    try:
+        listed = [str(entry.get("id")) for entry in json.loads(body).get("data", []) if isinstance(entry, dict)]
+    except (ValueError, AttributeError):
+        return None
+    if model and listed and model not in listed:
+        shown = ", ".join(listed[:8]) + (", ..." if len(listed) > 8 else "")
+        return f"the model server at {where} ({BASE_URL_VARIABLE}) does not serve the model {model!r} (--model); it serves: {shown}"
+    return None
