@@ -164,9 +164,11 @@ def compare_with(
     """
     runs_a = list(baseline.runs)
     unrecorded_a = [Unrecorded.from_json(entry) for entry in baseline.unrecorded]
+    # One rule with the session line ("all suites"): a harness demo is compared on its own, never pooled.
+    demos = {run.suite for run in (*runs_a, *results) if run.demo}
     comparison = compare_sessions(
         _paired_by_values(outcomes_by_suite(runs_a, unrecorded_a)), _paired_by_values(outcomes_by_suite(results, unrecorded)),
-        level=level, names=NAMES,
+        level=level, names=NAMES, pooled_out=demos,
     )
     flags = {
         suite.suite: fingerprint_flags([r for r in runs_a if r.suite == suite.suite], [r for r in results if r.suite == suite.suite])
@@ -227,7 +229,9 @@ def render_comparison(report: ABReport, *, width: int = 80, verbose: bool = True
         else:
             lines += _compact(suite, report.flags.get(str(suite.suite), ()), width)
     lines.append("")
-    lines.append(f"overall (runs of the {len(comparison.suites)} suite(s) both sides ran, pooled)")
+    pooled = len(comparison.suites) - len(comparison.pooled_out)
+    left_out = f"; demos left out, as in the session line: {', '.join(comparison.pooled_out)}" if comparison.pooled_out else ""
+    lines.append(fit(f"overall (runs of the {pooled} suite(s) both sides ran, pooled{left_out})", width))
     lines += _block(comparison.overall, (), width)
     if comparison.mean_difference is not None:
         if comparison.mean_difference_interval is not None:
@@ -291,6 +295,8 @@ def comparison_block(report: ABReport) -> dict[str, Any]:
             for suite in comparison.suites
         },
         "overall": _comparison_json(comparison.overall),
+        # Compared above, left out of `overall` and the mean (harness demos, as in the session line).
+        "notPooled": list(comparison.pooled_out),
         "meanDifference": comparison.mean_difference,
         "meanDifferenceInterval": None if interval is None else {"low": interval.low, "high": interval.high, "level": interval.level, "method": interval.method},
         "onlyInBaseline": list(comparison.only_a),

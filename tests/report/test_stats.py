@@ -826,6 +826,17 @@ def test_compare_sessions_per_suite_overall_and_clustered():
     )
 
 
+def test_a_demo_suite_is_compared_on_its_own_and_never_pooled():
+    # One rule with the session line ("all suites" leaves harness demos out): the overall comparison does too.
+    a = {"job": paired_runs({1, 2}, set(), 4)[0], "demo": outcomes(0, 4)}
+    b = {"job": paired_runs(set(), {1, 2, 3}, 4)[1], "demo": outcomes(4, 0)}
+    result = compare_sessions(a, b, pooled_out={"demo"})
+    assert [c.suite for c in result.suites] == ["job", "demo"] and result.pooled_out == ("demo",)
+    assert (result.overall.passed_a, result.overall.passed_b, result.overall.judged_a) == (2, 3, 4)
+    assert result.mean_difference == pytest.approx(result.suites[0].difference) and result.mean_difference_interval is None
+    assert compare_sessions(a, b).overall.judged_a == 8
+
+
 def test_a_mean_difference_floor_is_an_interval_for_the_mean_of_suite_differences():
     # Nine small suites gain 50 points, one big suite 0: the mean difference is +45, while the
     # pooled runs (dominated by the big suite) would centre near +2.

@@ -12,7 +12,7 @@ docs/statistics.md explains how to read all of it.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -357,6 +357,8 @@ class SessionComparison:
     only_b: tuple[str, ...]
     mean_difference: float | None
     mean_difference_interval: Interval | None
+    #: Suites compared on their own but left out of `overall` and the mean (harness demos), as the session line leaves them out.
+    pooled_out: tuple[str, ...] = ()
 
 
 def compare_sessions(
@@ -368,6 +370,7 @@ def compare_sessions(
     alpha: float = DEFAULT_ALPHA,
     power: float = DEFAULT_POWER,
     names: tuple[str, str] = ("A", "B"),
+    pooled_out: Collection[str] = (),
 ) -> SessionComparison:
     """Compare two sessions suite by suite and overall.
 
@@ -379,11 +382,14 @@ def compare_sessions(
         alpha: Significance level.
         power: Power of the detectable difference.
         names: How verdicts name A and B.
+        pooled_out: Suites compared on their own but not pooled into `overall` nor the mean
+            difference (harness demos: the session's "all suites" line leaves them out too).
 
     Returns:
         The SessionComparison; suites run on one side only are listed, not compared.
     """
     common = [name for name in b if name in a]
+    pooled_suites = [name for name in common if name not in pooled_out]
     options = {"level": level, "alpha": alpha, "power": power, "names": names}
     per_suite = tuple(compare(a[name], b[name], suite=name, paired=paired, **options) for name in common)
 
@@ -391,12 +397,12 @@ def compare_sessions(
         # Instance ids are unique within a suite only; prefix the suite so pairs match within it.
         return [
             RunOutcome(o.status, o.metrics, None if o.instance is None else f"{name}\0{o.instance}", o.cause)
-            for name in common
+            for name in pooled_suites
             for o in side[name]
         ]
 
     overall = compare(pooled(a), pooled(b), suite=None, paired=paired, **options)
-    measured = [c for c in per_suite if c.difference is not None]
+    measured = [c for c in per_suite if c.difference is not None and c.suite not in pooled_out]
     differences = [c.difference for c in measured]
     mean = math.fsum(differences) / len(differences) if differences else None
     interval = None
@@ -416,4 +422,5 @@ def compare_sessions(
         only_b=tuple(name for name in b if name not in a),
         mean_difference=mean,
         mean_difference_interval=interval,
+        pooled_out=tuple(name for name in common if name in pooled_out),
     )
