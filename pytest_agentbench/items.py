@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -353,6 +354,27 @@ def collect_saved_runs(session: pytest.Session, paths: tuple[Path, ...]) -> list
             if result_path.resolve() in seen:
                 continue
             seen.add(result_path.resolve())
-            name = f"{result_path.parent.parent.name}[{result_path.parent.name}]"
+            name = saved_run_name(result_path, taken={item.name for item in items})
             items.append(SavedRunItem.from_parent(session, name=name, path=result_path, result_path=result_path))
     return items
+
+
+def saved_run_name(result_path: Path, *, taken: set[str]) -> str:
+    """A saved run's item name, as its own session named it (`bug-repro[r1-4-5]`, the summary table's name too).
+
+    The run id is added (`bug-repro[r1-4-5 20261203T...]`) only when another saved run of this
+    session already has that name (the same instance from two sessions); a result.json that does
+    not say its name is `<suite>[<run id>]`.
+    """
+    fallback = f"{result_path.parent.parent.name}[{result_path.parent.name}]"
+    try:
+        document = json.loads(result_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return fallback
+    nodeid = document.get("nodeid") if isinstance(document, dict) else None
+    if not isinstance(nodeid, str) or "::" not in nodeid:
+        return fallback
+    name = nodeid.rsplit("::", 1)[-1]
+    if name in taken:
+        name = f"{name[:-1]} {result_path.parent.name}]" if name.endswith("]") else f"{name}[{result_path.parent.name}]"
+    return name

@@ -167,7 +167,8 @@ def test_from_result(saved, tmp_path, suite, doctor, target, status, ret):
         assert sealed.startswith("the audit's inputs do not match their seals: claude.jsonl changed"), sealed
         assert parsed.startswith(expected), parsed
         assert f"INCOMPLETE {recorded['nodeid']}" in rerun.stdout
-        assert f"{suite}[{run_dir.name}] - incomplete: {sealed}; {parsed}" in rerun.stdout
+        # The re-render's item has the name its own session gave it (the summary table's name too).
+        assert f"{recorded['nodeid'].rsplit('::', 1)[-1]} - incomplete: {sealed}; {parsed}" in rerun.stdout
     elif doctor in (remove_relay_log, drop_relayed_calls):
         # The relay log is sealed: missing or rewritten, the re-render names it and judges nothing else.
         reasons = result["verdict"]["reasons"]
@@ -187,7 +188,7 @@ def test_a_line_per_run_under_verbose_only(saved, verbosity):
     run_dir = Path(recorded["runDirectory"])
     rerun = run_session(root, "--agentbench-from-result", str(run_dir), *([verbosity] if verbosity else []), port=0)
     metrics = recorded["metrics"]
-    line = (f"agentbench: bug-repro[{run_dir.name}] on {recorded['device']['serial']}: passed, "
+    line = (f"agentbench: {recorded['nodeid'].rsplit('::', 1)[-1]} on {recorded['device']['serial']}: passed, "
             f"{metrics['toolCalls']} tool calls, {metrics['wallClockSeconds']:.1f} s")
     assert (line in rerun.stdout) is (verbosity == "-v"), rerun.stdout
     assert ("agentbench: bug-repro" in rerun.stdout) is (verbosity == "-v")
