@@ -5,9 +5,11 @@ from __future__ import annotations
 import base64
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 from pathlib import Path
@@ -285,20 +287,29 @@ def test_confined_python_cannot_read_the_run_dir_or_suites_nor_write_outside_its
 def test_a_seed_record_outside_the_project_is_hidden(layout) -> None:
     # What records a session's seed outside the project (a pytest cache_dir, an earlier session
     # document at the --agentbench-json path) is hidden like the project: a reused seed stays unread.
-    repo = Path(__file__).resolve().parents[2]
-    record, cache, other = repo / "pyproject.toml", repo / "docs", repo / "README.md"
-    policy = policy_for(layout, private=[record, cache])
-    # Hidden themselves, or under a hidden directory (a checkout under /tmp is covered by /tmp's tmpfs).
-    assert all(any(path == hidden or path.is_relative_to(hidden) for hidden in policy.hide) for path in (record, cache)), policy.hide
-    result, _ = confined_python(policy, f"""
-        import os
-        def read(path):
-            try:
-                return len(open(path).read())
-            except OSError as exc:
-                return exc.strerror
-        print(read({str(record)!r}) in (0, "Permission denied"), os.listdir({str(cache)!r}), read({str(other)!r}) > 0)
-    """)
+    # They live under HOME here, which the sandbox shows (a checkout's own files may sit under /tmp,
+    # which it hides whole, and then nothing beside them would be readable either).
+    (Path.home() / ".cache").mkdir(exist_ok=True)
+    outside = Path(tempfile.mkdtemp(prefix="agentbench-seed-test-", dir=Path.home() / ".cache"))
+    try:
+        record, cache, other = outside / "session.json", outside / "cache", outside / "README.md"
+        record.write_text('{"seed": 7}', encoding="utf-8")
+        cache.mkdir()
+        (cache / "lastfailed").write_text("{}", encoding="utf-8")
+        other.write_text("readable", encoding="utf-8")
+        policy = policy_for(layout, private=[record, cache])
+        assert {record, cache} <= set(policy.hide), policy.hide
+        result, _ = confined_python(policy, f"""
+            import os
+            def read(path):
+                try:
+                    return len(open(path).read())
+                except OSError as exc:
+                    return exc.strerror
+            print(read({str(record)!r}) in (0, "Permission denied"), os.listdir({str(cache)!r}), read({str(other)!r}) > 0)
+        """)
+    finally:
+        shutil.rmtree(outside, ignore_errors=True)
     assert result.stdout.split() == ["True", "[]", "True"], result.stderr
 
 
