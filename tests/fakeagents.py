@@ -644,6 +644,24 @@ def junit_cases(path: Path) -> dict[str, Case]:
     return cases
 
 
+def results_by_suite(junit: Path) -> dict[str, dict[str, Any]]:
+    """A session's JUnit file -> suite name -> its JUnit outcome, its run directory and its result.json's keys."""
+    results = {}
+    for name, case in junit_cases(junit).items():
+        run_dir = Path(case.properties["agentbench_run_dir"])
+        results[name] = {"outcome": case.outcome, "run_dir": run_dir, **json.loads((run_dir / "result.json").read_text(encoding="utf-8"))}
+    return results
+
+
+def final_answer(run_dir: Path) -> str:
+    """The agent's final answer as its stream's result event has it ("" without one)."""
+    for line in (run_dir / "claude.jsonl").read_text(encoding="utf-8").splitlines():
+        event = json.loads(line)
+        if event.get("type") == "result":
+            return event.get("result") or ""
+    return ""
+
+
 def processes_in_group(pgid: int) -> list[str]:
     """Live (non-zombie) processes whose process group is `pgid`, as `pid cmdline` strings."""
     found = []

@@ -255,15 +255,20 @@ class Confinement:
                 os.close(fd)
                 setattr(self, name, None)
 
-    def _read_self_test(self) -> dict | None:
-        if self._test_r is None:
-            return None
+    def _drain(self, fd: int) -> bytes:
+        """Everything written to one of our pipes by processes now gone (their write ends closed), without blocking."""
         self.started()
         data = b""
         with contextlib.suppress(OSError):
-            os.set_blocking(self._test_r, False)
-            while chunk := os.read(self._test_r, 65536):
+            os.set_blocking(fd, False)
+            while chunk := os.read(fd, 65536):
                 data += chunk
+        return data
+
+    def _read_self_test(self) -> dict | None:
+        if self._test_r is None:
+            return None
+        data = self._drain(self._test_r)
         try:
             answer = json.loads(data.decode() or "null")
         except (ValueError, UnicodeDecodeError):
@@ -274,12 +279,7 @@ class Confinement:
         """bwrap's `--info-fd` report: the namespace's first process (host pid) and the PID namespace's inode."""
         if self._info_r is None:
             return None, None
-        self.started()
-        data = b""
-        with contextlib.suppress(OSError):
-            os.set_blocking(self._info_r, False)
-            while chunk := os.read(self._info_r, 4096):
-                data += chunk
+        data = self._drain(self._info_r)
         with contextlib.suppress(ValueError, AttributeError, json.JSONDecodeError):
             info = json.loads(data.decode() or "{}")
             return int(info.get("child-pid") or 0) or None, int(info.get("pid-namespace") or 0) or None

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 from adbserver import one_simulated_phone
-from fakeagents import _write_script, junit_cases, make_project, run_session, session_env
+from fakeagents import _write_script, final_answer, junit_cases, make_project, run_session, session_env
 
 # Only bwrap's presence decides the skip (not this package's probe), so the same tests run, and
 # fail, against code that has no sandbox at all.
@@ -127,15 +127,7 @@ class Confined:
         return json.loads((Path(self.cases[suite].properties["agentbench_run_dir"]) / "result.json").read_text())
 
     def answer(self, suite: str) -> str:
-        return _final(Path(self.cases[suite].properties["agentbench_run_dir"]))
-
-
-def _final(run_dir: Path) -> str:
-    for line in (run_dir / "claude.jsonl").read_text().splitlines():
-        event = json.loads(line)
-        if event.get("type") == "result":
-            return event.get("result") or ""
-    return ""
+        return final_answer(Path(self.cases[suite].properties["agentbench_run_dir"]))
 
 
 def _daemons() -> list[int]:

@@ -17,15 +17,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import sys
-import threading
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from adbserver import PrivateAdbServer, start_private_adb_server
-from fakeagents import Behaviour, junit_cases, make_project, run_session, session_env, write_dispatcher
+from fakeagents import Behaviour, final_answer, make_project, results_by_suite, run_session, session_env, write_dispatcher
+from loopserver import LoopbackServer
 from permissiveproxy import PermissiveProxy
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux" or shutil.which("bwrap") is None,
@@ -76,36 +74,16 @@ exec(compile(BODIES["replay"], "replay", "exec"))
 }
 
 
-class ModelHost:
-    """Stands for api.anthropic.com behind the proxy: answers anything with 200 and counts connections."""
-
-    def __init__(self) -> None:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(8)
-        self.port = self.sock.getsockname()[1]
-        self.connections = 0
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                client, _ = self.sock.accept()
-            except OSError:
-                return
-            self.connections += 1
-            with client:
-                client.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}")
-
-    def close(self) -> None:
-        self.sock.close()
+def model_host() -> LoopbackServer:
+    """Stands for api.anthropic.com behind the proxy: answers anything with 200 (`accepted` counts connections)."""
+    return LoopbackServer(lambda _request: b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}")
 
 
 @pytest.fixture(scope="module")
-def behind_proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str, dict], PermissiveProxy, PrivateAdbServer, ModelHost]]:
+def behind_proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str, dict], PermissiveProxy, PrivateAdbServer, LoopbackServer]]:
     tmp = tmp_path_factory.mktemp("proxy")
     (tmp / "adb").mkdir()
-    model = ModelHost()
+    model = model_host()
     with start_private_adb_server(tmp / "adb") as adb, PermissiveProxy(routes={"api.anthropic.com:443": ("127.0.0.1", model.port)}) as proxy:
         try:
             suites = {
@@ -124,29 +102,16 @@ def behind_proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dic
             environ.pop("ANTHROPIC_BASE_URL", None)
             done = run_session(project, ["benchmark/", "--device", "sim", "--claude", str(agent), f"--junitxml={tmp / 'r.xml'}",
                                          "--agentbench-output", str(tmp / "out"), "--agentbench-sandbox", "on", "-rA"], environ)
-            cases = junit_cases(tmp / "r.xml") if (tmp / "r.xml").exists() else {}
-            assert set(cases) == set(suites), done.stdout[-4000:] + done.stderr[-2000:]
-            results = {}
-            for name, case in cases.items():
-                run_dir = Path(case.properties["agentbench_run_dir"])
-                results[name] = {"outcome": case.outcome, "run_dir": run_dir,
-                                 **json.loads((run_dir / "result.json").read_text(encoding="utf-8"))}
+            results = results_by_suite(tmp / "r.xml") if (tmp / "r.xml").exists() else {}
+            assert set(results) == set(suites), done.stdout[-4000:] + done.stderr[-2000:]
             yield results, proxy, adb, model
         finally:
             model.close()
 
 
-def _final(run_dir: Path) -> str:
-    for line in (run_dir / "claude.jsonl").read_text(encoding="utf-8").splitlines():
-        event = json.loads(line)
-        if event.get("type") == "result":
-            return event.get("result") or ""
-    return ""
-
-
 def test_a_confined_agent_reaches_nothing_but_the_model_host_through_the_operator_s_proxy(behind_proxy) -> None:
     results, proxy, adb, _ = behind_proxy
-    answer = _final(results["cheat-proxy"]["run_dir"])
+    answer = final_answer(results["cheat-proxy"]["run_dir"])
     assert "adb variables: []" in answer and "proxy given: True" in answer, answer
     for target in (f"127.0.0.1:{adb.port}", f"127.0.0.1:{proxy.port}", "api.anthropic.com:5037"):
         assert f"via proxy {target}: HTTP/1.1 403 Forbidden" in answer, answer
@@ -163,7 +128,7 @@ def test_an_honest_agent_behind_the_operator_s_proxy_reaches_its_model_and_passe
     results, proxy, _, model = behind_proxy
     honest = results["honest-proxy"]
     assert honest["outcome"] == "passed", honest["verdict"]
-    assert proxy.asked.count("api.anthropic.com:443") >= 1 and model.connections >= 1
+    assert proxy.asked.count("api.anthropic.com:443") >= 1 and model.accepted >= 1
     assert honest["sandbox"]["refusedConnections"] == []
     bridge = [json.loads(line) for line in (honest["run_dir"] / "model-bridge.jsonl").read_text(encoding="utf-8").splitlines()]
     connects = [record for record in bridge if record.get("event") == "connect"]

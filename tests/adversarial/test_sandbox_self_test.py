@@ -11,7 +11,6 @@ Two sessions on one simulated phone with the honest replay agent, confined:
 
 from __future__ import annotations
 
-import json
 import shutil
 import sys
 from collections.abc import Iterator
@@ -19,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from adbserver import PrivateAdbServer, start_private_adb_server
-from fakeagents import Behaviour, junit_cases, make_project, run_session, session_env, write_dispatcher
+from fakeagents import Behaviour, make_project, results_by_suite, run_session, session_env, write_dispatcher
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux" or shutil.which("bwrap") is None,
                                 reason="no bubblewrap here (apt-get install bubblewrap)")
@@ -54,11 +53,9 @@ def _session(tmp: Path, adb_server: PrivateAdbServer, *, conftest: str = "") -> 
     done = run_session(project, ["benchmark/", "--device", "sim", "--claude", str(agent), f"--junitxml={tmp / 'r.xml'}",
                                  "--agentbench-output", str(tmp / "out"), "--agentbench-sandbox", "on", "-rA"],
                        session_env(adb_server.port, tmp / "claims"))
-    cases = junit_cases(tmp / "r.xml") if (tmp / "r.xml").exists() else {}
-    assert set(cases) == {"honest"}, done.stdout[-4000:] + done.stderr[-2000:]
-    run_dir = Path(cases["honest"].properties["agentbench_run_dir"])
-    return {"outcome": cases["honest"].outcome, "run_dir": run_dir, **json.loads((run_dir / "result.json").read_text(encoding="utf-8"))}
-
+    results = results_by_suite(tmp / "r.xml") if (tmp / "r.xml").exists() else {}
+    assert set(results) == {"honest"}, done.stdout[-4000:] + done.stderr[-2000:]
+    return results["honest"]
 
 def test_a_confined_run_records_from_inside_what_its_agent_could_reach(adb_server: PrivateAdbServer, tmp_path: Path) -> None:
     result = _session(tmp_path, adb_server)

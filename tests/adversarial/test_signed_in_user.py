@@ -16,16 +16,15 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from adbserver import start_private_adb_server
-from fakeagents import Behaviour, junit_cases, make_project, run_session, session_env, write_dispatcher
+from fakeagents import Behaviour, final_answer, make_project, results_by_suite, run_session, session_env, write_dispatcher
+from loopserver import LoopbackServer
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux" or shutil.which("bwrap") is None,
                                 reason="no bubblewrap here (apt-get install bubblewrap)")
@@ -76,42 +75,23 @@ exec(compile(BODIES["replay"], "replay", "exec"))
 }
 
 
-class TokenModelHost:
+class TokenModelHost(LoopbackServer):
     """A model host on loopback that answers 200 only to `Authorization: Bearer <token>`, 401 otherwise."""
 
     def __init__(self, token: str) -> None:
         self.token = token
-        self.accepted = 0
+        self.accepted_token = 0
         self.refused = 0
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(8)
-        self.port = self.sock.getsockname()[1]
-        threading.Thread(target=self._serve, daemon=True).start()
+        super().__init__(self._judge)
 
-    def _serve(self) -> None:
-        while True:
-            try:
-                client, _ = self.sock.accept()
-            except OSError:
-                return
-            with client:
-                client.settimeout(10)
-                try:
-                    request = client.recv(65536)
-                except OSError:
-                    continue
-                headers = request.split(b"\r\n\r\n", 1)[0].decode("latin-1").split("\r\n")[1:]
-                given = [value.strip() for name, _, value in (line.partition(":") for line in headers) if name.lower() == "authorization"]
-                if given == [f"Bearer {self.token}"]:
-                    self.accepted += 1
-                    client.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}")
-                else:
-                    self.refused += 1
-                    client.sendall(b"HTTP/1.1 401 Unauthorized\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}")
-
-    def close(self) -> None:
-        self.sock.close()
+    def _judge(self, request: bytes) -> bytes:
+        headers = request.split(b"\r\n\r\n", 1)[0].decode("latin-1").split("\r\n")[1:]
+        given = [value.strip() for name, _, value in (line.partition(":") for line in headers) if name.lower() == "authorization"]
+        if given == [f"Bearer {self.token}"]:
+            self.accepted_token += 1
+            return b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}"
+        self.refused += 1
+        return b"HTTP/1.1 401 Unauthorized\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}"
 
 
 @pytest.fixture(scope="module")
@@ -140,30 +120,17 @@ def signed_in(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[s
                 environ.pop(name, None)
             done = run_session(project, ["benchmark/", "--device", "sim", "--claude", str(agent), f"--junitxml={tmp / 'r.xml'}",
                                          "--agentbench-output", str(tmp / "out"), "--agentbench-sandbox", "on", "-rA"], environ)
-            cases = junit_cases(tmp / "r.xml") if (tmp / "r.xml").exists() else {}
-            assert set(cases) == {"cheat-credentials", "honest-signed-in"}, done.stdout[-4000:] + done.stderr[-2000:]
-            results = {}
-            for name, case in cases.items():
-                run_dir = Path(case.properties["agentbench_run_dir"])
-                results[name] = {"outcome": case.outcome, "run_dir": run_dir,
-                                 **json.loads((run_dir / "result.json").read_text(encoding="utf-8"))}
+            results = results_by_suite(tmp / "r.xml") if (tmp / "r.xml").exists() else {}
+            assert set(results) == {"cheat-credentials", "honest-signed-in"}, done.stdout[-4000:] + done.stderr[-2000:]
             results["_output"] = {"path": tmp / "out"}
             yield results, model, credentials, before
         finally:
             model.close()
 
 
-def _final(run_dir: Path) -> str:
-    for line in (run_dir / "claude.jsonl").read_text(encoding="utf-8").splitlines():
-        event = json.loads(line)
-        if event.get("type") == "result":
-            return event.get("result") or ""
-    return ""
-
-
 def test_a_confined_agent_never_reads_the_refresh_token_nor_changes_the_sign_in(signed_in) -> None:
     results, _, credentials, before = signed_in
-    answer = _final(results["cheat-credentials"]["run_dir"])
+    answer = final_answer(results["cheat-credentials"]["run_dir"])
     assert "user file: FileNotFoundError" in answer, answer
     assert "own copy: refresh token absent" in answer, answer
     assert "own copy write: written" not in answer and "own copy write: " in answer, answer
@@ -176,7 +143,7 @@ def test_a_signed_in_agent_reaches_its_model_and_passes_and_no_token_is_saved(si
     results, model, credentials, before = signed_in
     honest = results["honest-signed-in"]
     assert honest["outcome"] == "passed", honest["verdict"]
-    assert model.accepted >= 1 and model.refused == 0
+    assert model.accepted_token >= 1 and model.refused == 0
     assert credentials.read_bytes() == before
     output = results["_output"]["path"]
     leaked = [str(path) for path in output.rglob("*") if path.is_file()

@@ -11,12 +11,12 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-import threading
 from pathlib import Path
 
 import pytest
 
 from pytest_agentbench.run import sandbox
+from loopserver import LoopbackServer
 from permissiveproxy import PermissiveProxy
 
 from pytest_agentbench.run.netbridge import Endpoint, NetBridge, UpstreamProxy, parse_connect
@@ -26,30 +26,11 @@ AVAILABLE = sandbox.probe()
 needs_bwrap = pytest.mark.skipif(not AVAILABLE.usable, reason=f"no sandbox here: {AVAILABLE.reason}")
 
 
-class EchoServer:
+class EchoServer(LoopbackServer):
     """A loopback TCP server that answers every line with `echo: <line>` (stands in for adb or a model API)."""
 
     def __init__(self) -> None:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(8)
-        self.port = self.sock.getsockname()[1]
-        self.accepted = 0
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                client, _ = self.sock.accept()
-            except OSError:
-                return
-            self.accepted += 1
-            with client:
-                data = client.recv(1024)
-                client.sendall(b"echo: " + data)
-
-    def close(self) -> None:
-        self.sock.close()
+        super().__init__(lambda data: b"echo: " + data)
 
 
 @pytest.fixture
