@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import fcntl
 import importlib
 import io
 import json
@@ -34,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.warm.launch import SOCKET_VARIABLE, group_members, mark_warm_child, package_root, stop_group
+from pytest_agentbench.warm.launch import SOCKET_VARIABLE, STARTING_SUFFIX, group_members, mark_warm_child, package_root, stop_group
 
 #: Program name -> "module:function"; the function takes no arguments and returns an exit status.
 PROGRAMS = {
@@ -84,6 +85,7 @@ class ForkServer:
         listener.bind(str(staging))
         listener.listen(64)
         os.replace(staging, self.path)
+        _release_starting_lock()
         self._log(f"ready pid={os.getpid()} socket={self.path}")
         self.selector.register(listener, selectors.EVENT_READ, "listener")
         self.selector.register(wake_read, selectors.EVENT_READ, "wake")
@@ -280,6 +282,18 @@ def _read_request(conn: socket.socket) -> tuple[dict, list[int]]:
     return json.loads(data[4 : 4 + length].decode("utf-8", "surrogateescape")), fds
 
 
+#: The descriptor of the starting file's lock, handed over by `start_fork_server`.
+STARTING_FD_VARIABLE = "AGENTBENCH_WARM_STARTING_FD"
+
+
+def _release_starting_lock() -> None:
+    # Launchers wait on this lock while the programs import; once bound, it has done its work.
+    fd = os.environ.pop(STARTING_FD_VARIABLE, "")
+    if fd.isdigit():
+        with contextlib.suppress(OSError):
+            os.close(int(fd))
+
+
 def main(argv: list[str] | None = None) -> int:
     """`python -m pytest_agentbench.warm.forkserver SOCKET [NAME=MODULE:FUNCTION ...]`: preload the programs, then serve."""
     args = sys.argv[1:] if argv is None else argv
@@ -341,8 +355,9 @@ class WarmStarts:
             self.process.wait(timeout=grace_s)
         if group_members(self.process.pid):  # pragma: no cover - KILL cannot be ignored
             stop_group(self.process.pid)
-        with contextlib.suppress(OSError):
-            self.socket_path.unlink()
+        for path in (self.socket_path, self.socket_path.with_name(self.socket_path.name + STARTING_SUFFIX)):
+            with contextlib.suppress(OSError):
+                path.unlink()
         with contextlib.suppress(OSError):
             self.directory.rmdir()
 
@@ -376,12 +391,21 @@ def start_fork_server(
     log_path = Path(log_path) if log_path is not None else directory / LOG_NAME
     log_path.parent.mkdir(parents=True, exist_ok=True)
     extra = [f"{name}={target}" for name, target in (programs or {}).items()]
-    with open(log_path, "a", encoding="utf-8") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "pytest_agentbench.warm.forkserver", str(socket_path), *extra],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True,
-            env={key: value for key, value in (os.environ if env is None else env).items() if key != SOCKET_VARIABLE},
-        )
+    # Locked here and handed to the server, so a launcher that comes while the server imports
+    # waits for it (warm/launch.py `_started`) from the first instant, and stops waiting if it dies.
+    starting = os.open(str(socket_path) + STARTING_SUFFIX, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    fcntl.flock(starting, fcntl.LOCK_EX)
+    server_env = {key: value for key, value in (os.environ if env is None else env).items() if key != SOCKET_VARIABLE}
+    server_env[STARTING_FD_VARIABLE] = str(starting)
+    try:
+        with open(log_path, "a", encoding="utf-8") as log:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "pytest_agentbench.warm.forkserver", str(socket_path), *extra],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True,
+                env=server_env, pass_fds=(starting,),
+            )
+    finally:
+        os.close(starting)  # the server's copy holds the lock now (or, if it did not start, nobody does)
     handle = WarmStarts(socket_path=socket_path, process=process, directory=directory, log_path=log_path)
     atexit.register(handle.stop)
     return handle

@@ -11,6 +11,7 @@ passed on), the fork server sees its connection close and kills the program's gr
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
@@ -27,6 +28,10 @@ SOCKET_VARIABLE = "AGENTBENCH_WARM_SOCKET"
 GRACE_S = 2.0
 _FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
 _CONNECT_TIMEOUT_S = 2.0
+#: Next to the socket while the server imports: a file whose lock the server holds until it binds.
+STARTING_SUFFIX = ".starting"
+#: How long a launcher waits for a server that is still importing (it binds within seconds).
+START_WAIT_S = 30.0
 # Set in a forked child: its program is already warm and must not hand off to the server again.
 _in_warm_child = False
 
@@ -108,14 +113,48 @@ class _Channel:
 
 
 def _connect(path: str) -> socket.socket | None:
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(_CONNECT_TIMEOUT_S)
+    for attempt in range(2):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(_CONNECT_TIMEOUT_S)
+        try:
+            sock.connect(path)
+            return sock
+        except FileNotFoundError:
+            sock.close()
+            if attempt or not _started(path):
+                return None
+        except OSError:
+            sock.close()
+            return None
+    return None
+
+
+def _started(path: str, timeout_s: float = START_WAIT_S) -> bool:
+    """Wait for a server that is still importing to bind `path`; False when none is starting or it died.
+
+    Running the program here instead would import it a second time beside the server doing the
+    same: twice the CPU for the same start on a busy machine (the first run's tools probe and
+    programs come while the session's server is still importing). The server holds a lock on
+    the starting file until it binds, so a server that died while importing is not waited for.
+    """
     try:
-        sock.connect(path)
+        marker = os.open(path + STARTING_SUFFIX, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
-        sock.close()
-        return None
-    return sock
+        return False
+    try:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if os.path.exists(path):
+                return True
+            try:
+                fcntl.flock(marker, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                time.sleep(0.02)
+                continue
+            return os.path.exists(path)  # the lock is free: the server bound, or it is gone
+        return False
+    finally:
+        os.close(marker)
 
 
 def handoff(program: str, argv: Sequence[str] | None = None, *, environ: Mapping[str, str] | None = None) -> int | None:

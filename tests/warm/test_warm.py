@@ -15,7 +15,7 @@ import pytest
 
 from fakeagents import pid_alive
 from pytest_agentbench.warm.forkserver import WarmStarts, start_fork_server
-from pytest_agentbench.warm.launch import SOCKET_VARIABLE, group_members
+from pytest_agentbench.warm.launch import SOCKET_VARIABLE, START_WAIT_S, group_members
 
 # Programs the test server serves besides the real two (module `warmprograms` in tmp_path).
 PROGRAMS = '''
@@ -152,3 +152,40 @@ def test_the_console_scripts_answer_the_same_warm_and_cold(server: WarmStarts) -
                           capture_output=True, text=True, timeout=60)
     assert (warm.returncode, warm.stdout) == (cold.returncode, cold.stdout) == (0, cold.stdout)
     assert "exit agentbench-replay" in server.log_path.read_text()
+
+
+def _slow_server(tmp_path: Path, module_body: str) -> WarmStarts:
+    # A server whose preload takes a while (or fails): launchers come while it imports.
+    (tmp_path / "slowprograms.py").write_text(module_body + PROGRAMS, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    return start_fork_server(programs={"warm-echo": "slowprograms:echo"}, env=env, log_path=tmp_path / "forkserver.log")
+
+
+def test_a_launcher_that_comes_while_the_server_imports_waits_for_it(tmp_path: Path) -> None:
+    # Running in process instead would import everything a second time beside the server.
+    gate = tmp_path / "gate"
+    handle = _slow_server(tmp_path, f"import os, time\nwhile not os.path.exists({str(gate)!r}):\n    time.sleep(0.02)\n")
+    try:
+        proc = launch(handle, "warm-echo", stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(0.5)  # the launcher is waiting, the server still importing
+        assert proc.poll() is None and not handle.socket_path.exists()
+        gate.touch()
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0 and "in process" not in out and json.loads(out)["pid"] != proc.pid, err
+        assert "exit warm-echo" in handle.log_path.read_text()
+    finally:
+        handle.stop()
+    assert not handle.directory.exists()
+
+
+def test_a_server_that_dies_while_importing_is_not_waited_for(tmp_path: Path) -> None:
+    handle = _slow_server(tmp_path, "import time\ntime.sleep(1)\nraise SystemExit('the preload failed')\n")
+    try:
+        started = time.monotonic()
+        proc = launch(handle, "warm-echo", stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        out, err = proc.communicate(timeout=60)
+        assert (proc.returncode, out) == (0, "in process"), err
+        # Far less than the launcher's whole wait: it stopped when the server's lock went with it.
+        assert time.monotonic() - started < START_WAIT_S / 2
+    finally:
+        handle.stop()
