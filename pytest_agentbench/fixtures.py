@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -153,7 +154,7 @@ def _wants_warm_starts(config: pytest.Config) -> bool:
 def _start_shared_warm_starts(config: pytest.Config) -> None:
     # Under xdist the controller starts one warm-start server for every worker: each would
     # otherwise import the MCP SDK and the package again (about 0.5 s of CPU per worker).
-    if not _distributes(config) or not _wants_warm_starts(config):
+    if not _distributes(config) or not _wants_warm_starts(config) or _inherited_warm_socket():
         return
     from pytest_agentbench.run.execute import shutdown
     from pytest_agentbench.warm.forkserver import start_fork_server
@@ -176,7 +177,8 @@ def warm_starts(config: pytest.Config) -> Iterator[None]:
 
     Started with the device pool, so only a session that runs something pays for it, and only
     when a run starts our Python programs. Under xdist the workers use the one server their
-    controller started (`pytest_configure_node`). The agent inherits the variable from this
+    controller started (`pytest_configure_node`), and a session started where one is already
+    served (the variable set, its socket there) uses that one. The agent inherits the variable from this
     process's environment, and the agent's MCP server from the agent. Off with the ini option
     `agentbench_warm_start = false`.
     """
@@ -186,7 +188,7 @@ def warm_starts(config: pytest.Config) -> Iterator[None]:
     from pytest_agentbench.run.execute import shutdown
     from pytest_agentbench.warm.launch import SOCKET_VARIABLE
 
-    shared = getattr(config, "workerinput", {}).get(WARM_SOCKET_INPUT)
+    shared = getattr(config, "workerinput", {}).get(WARM_SOCKET_INPUT) or _inherited_warm_socket()
     warm = None
     if shared is None:
         from pytest_agentbench.warm.forkserver import start_fork_server
@@ -205,6 +207,20 @@ def warm_starts(config: pytest.Config) -> Iterator[None]:
         if warm is not None:
             warm.stop()
             shutdown.forget(forced)
+
+
+def _inherited_warm_socket() -> str | None:
+    # A session started inside one that serves warm starts (a pytest session a test starts, the
+    # variable in its environment) uses that server as an xdist worker uses its controller's: the
+    # programs are the same code (the server refuses a launcher from another checkout), and the
+    # session that started the server stops it.
+    from pytest_agentbench.warm.launch import SOCKET_VARIABLE
+
+    path = os.environ.get(SOCKET_VARIABLE, "").strip()
+    try:
+        return path if path and stat.S_ISSOCK(os.stat(path).st_mode) else None
+    except OSError:
+        return None
 
 
 @pytest.fixture

@@ -154,6 +154,28 @@ def every_result_reads_back_to_itself() -> Iterator[list[Path]]:
         pytest.fail("result.json documents that do not read back to themselves:\n  " + "\n  ".join(differing), pytrace=False)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def shared_warm_starts(request: pytest.FixtureRequest, no_process_left_behind: None,
+                       tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """One warm-start server for every pytest session the tests start (fakeagents.session_env); stopped before the leftover check.
+
+    Started only when an end-to-end test is collected: the quick subset starts no session.
+    """
+    if not any(item.get_closest_marker("e2e") for item in request.session.items):
+        yield
+        return
+    from fakeagents import SHARED_WARM_VARIABLE
+    from pytest_agentbench.warm.forkserver import start_fork_server
+
+    handle = start_fork_server(log_path=tmp_path_factory.mktemp("warm-starts") / "forkserver.log")
+    os.environ[SHARED_WARM_VARIABLE] = str(handle.socket_path)
+    try:
+        yield
+    finally:
+        os.environ.pop(SHARED_WARM_VARIABLE, None)
+        handle.stop()
+
+
 #: Fixtures that start something heavy: a pytest session, a real adb server, a simulated phone behind it.
 E2E_FIXTURES = frozenset({"pytester", "module_adb_server", "private_adb_server", "private_adb", "adb_server"})
 #: Modules whose tests run whole sessions, real servers, the real Claude Code CLI or a browser

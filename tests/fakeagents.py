@@ -541,11 +541,24 @@ def _numbers_back(value: Any) -> Any:
 UNCONFINED = ("--agentbench-sandbox", "off")
 
 
-def session_env(adb_port: int, claim_root: Path, **extra: str) -> dict[str, str]:
-    """The environment for a pytest session under test: private adb server, private claim root."""
+#: The test session's warm-start server (tests/conftest.py `shared_warm_starts`): the sessions the
+#: tests start use it rather than each importing the MCP SDK and the package in a server of its
+#: own (about 2 s of CPU a session, a few hundred sessions).
+SHARED_WARM_VARIABLE = "AGENTBENCH_TESTS_WARM_SOCKET"
+
+
+def session_env(adb_port: int, claim_root: Path, *, own_warm_starts: bool = False, **extra: str) -> dict[str, str]:
+    """The environment for a pytest session under test: private adb server, private claim root.
+
+    The session uses the test session's warm-start server unless `own_warm_starts` (a test of
+    the session's own server: its log, its stop on Ctrl+C).
+    """
     env = environ_for_scripts()
-    for name in ("ADB_SERVER_SOCKET", "ANDROID_ADB_SERVER_ADDRESS", "PYTEST_XDIST_WORKER", "AGENTBENCH_WARM_SOCKET"):
+    for name in ("ADB_SERVER_SOCKET", "ANDROID_ADB_SERVER_ADDRESS", "PYTEST_XDIST_WORKER", "AGENTBENCH_WARM_SOCKET", SHARED_WARM_VARIABLE):
         env.pop(name, None)
+    shared = os.environ.get(SHARED_WARM_VARIABLE)
+    if shared and not own_warm_starts:
+        env["AGENTBENCH_WARM_SOCKET"] = shared
     env["PYTEST_ADDOPTS"] = CHILD_ADDOPTS
     env["ANDROID_ADB_SERVER_PORT"] = str(adb_port)
     env["AUTOMOBILE_ADB_SERVER_COORDINATION_DIR"] = str(claim_root)

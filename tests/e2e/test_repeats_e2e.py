@@ -91,9 +91,9 @@ def _closed_port() -> int:
         return probe.getsockname()[1]
 
 
-def run(cwd: Path, args: list[str], adb: PrivateAdbServer, tmp: Path, **env: str) -> Session:
+def run(cwd: Path, args: list[str], adb: PrivateAdbServer, tmp: Path, *, own_warm_starts: bool = False, **env: str) -> Session:
     output, junit, document = tmp / "out", tmp / "r.xml", tmp / "session.json"
-    environ = session_env(adb.port, tmp / "claims", COLUMNS=COLUMNS, ANTHROPIC_BASE_URL=f"http://127.0.0.1:{_closed_port()}", **env)
+    environ = session_env(adb.port, tmp / "claims", own_warm_starts=own_warm_starts, COLUMNS=COLUMNS, ANTHROPIC_BASE_URL=f"http://127.0.0.1:{_closed_port()}", **env)
     done = run_session(cwd, [*args, "--agentbench-output", str(output), f"--junitxml={junit}",
                              "--agentbench-json", str(document), "-p", "xdist"], environ)
     assert junit.exists(), done.stdout[-3000:] + done.stderr[-3000:]
@@ -249,7 +249,8 @@ def parallel_and_serial(adb_server: PrivateAdbServer, tmp_path_factory: pytest.T
     tmp = tmp_path_factory.mktemp("phones")
     project = three_suites(tmp / "project")
     common = ["benchmark/", "--claude", "agentbench-replay", "--agentbench-repeat", "3"]
-    parallel = run(project, [*common, "-n", "4", "--device", "sim:4"], adb_server, tmp / "parallel")
+    # Its own warm-start server: what the controller starts for its workers is tested here.
+    parallel = run(project, [*common, "-n", "4", "--device", "sim:4"], adb_server, tmp / "parallel", own_warm_starts=True)
     serial = run(project, [*common, "--device", "sim"], adb_server, tmp / "serial")
     return parallel, serial
 

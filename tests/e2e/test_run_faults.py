@@ -244,7 +244,7 @@ def test_sigint_mid_run_releases_claims_and_lock_and_leaves_no_child(
     adb_server: PrivateAdbServer, tmp_path: Path
 ) -> None:
     claims = tmp_path / "claims"
-    session = _Interrupted(tmp_path, session_env(adb_server.port, claims), {"interrupted": FAST})
+    session = _Interrupted(tmp_path, session_env(adb_server.port, claims, own_warm_starts=True), {"interrupted": FAST})
     try:
         started = session.wait_for_agent()
         # While the agent runs, the run holds the benchmark lock (the claim was handed over).
@@ -266,7 +266,7 @@ def test_sigterm_or_sighup_mid_run_stops_the_agent_and_what_the_session_started(
     # No adb server listens on this port: the session starts one, and must stop it again.
     port = free_port()
     claims = tmp_path / "claims"
-    session = _Interrupted(tmp_path, session_env(port, claims), {"terminated": FAST})
+    session = _Interrupted(tmp_path, session_env(port, claims, own_warm_starts=True), {"terminated": FAST})
     adb = Adb(AdbEndpoint("127.0.0.1", port))
     try:
         started = session.wait_for_agent()
@@ -293,7 +293,7 @@ def test_sigterm_or_sighup_mid_run_stops_the_agent_and_what_the_session_started(
 
 def test_a_second_ctrl_c_ends_at_once(adb_server: PrivateAdbServer, tmp_path: Path) -> None:
     claims = tmp_path / "claims"
-    session = _Interrupted(tmp_path, session_env(adb_server.port, claims), {"impatient": FAST})
+    session = _Interrupted(tmp_path, session_env(adb_server.port, claims, own_warm_starts=True), {"impatient": FAST})
     try:
         started = session.wait_for_agent()
         os.kill(session.proc.pid, signal.SIGINT)
