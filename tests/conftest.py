@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import os
 import secrets
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+# Every Python process the tests start (a few hundred pytest sessions, MCP servers, agents)
+# imports the package: with bytecode caching off (PYTHONDONTWRITEBYTECODE, as some machines set
+# it) each would compile it from source again, about a second of CPU a session. The caches go to
+# `__pycache__`, which git ignores.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 
 # The plugin builds its session only when a run uses it (pytest_agentbench/wake.py), so this test
 # session, which gives no agentbench option, would import the session's modules first inside a
