@@ -16,6 +16,7 @@ from pytest_agentbench.records.result import RunResult, SessionResult
 from pytest_agentbench.report.ab import ABReport, comparison_block, compare_with, load_session_document
 from pytest_agentbench.report.aggregate import SessionStatistics, Unrecorded, junit_properties, session_statistics, statistics_block
 from pytest_agentbench.report.baseline_check import baseline_refusal
+from pytest_agentbench.report.summary import render_proofs
 from pytest_agentbench.report.terminal import render_section
 from pytest_agentbench.run.execute import DRY_RUN_SECTION, agent_workdir_parent, current_environ, dry_run_text
 from pytest_agentbench.servers import ServerProfile, get_profile
@@ -77,6 +78,9 @@ class AgentbenchSession:
         self.unrecorded: dict[str, Unrecorded] = {}
         # Suite files that do not load, by node id: their problems (from the reports, or the items under --co).
         self.invalid: dict[str, str] = {}
+        # `--agentbench-prove`: each proof's (suite, item name, why it is not proven: "" when it is, None
+        # when skipped) by node id. A proof is not a run: never counted as one; its summary says what was not proven.
+        self.proofs: dict[str, tuple[str, str, str | None]] = {}
         self.started_at = _now()
         # Whether a suite's item ran (its reports carry the suite): only then is the seed kept for a rerun.
         self.ran_suites = False
@@ -126,6 +130,15 @@ class AgentbenchSession:
         self.ran_suites = self.ran_suites or SUITE_PROPERTY in properties
         if report.failed and INVALID_SUITE_PROPERTY in properties:
             self.invalid[report.nodeid] = properties[INVALID_SUITE_PROPERTY]
+        if self.options.prove and SUITE_PROPERTY in properties:
+            name = report.nodeid.rpartition("::")[2]
+            if report.failed and report.when in ("setup", "call"):
+                self.proofs[report.nodeid] = (properties[SUITE_PROPERTY], name, _failure_reason(report, item_name=name))
+            elif report.passed and report.when == "call":
+                self.proofs.setdefault(report.nodeid, (properties[SUITE_PROPERTY], name, ""))
+            elif report.skipped:
+                self.proofs.setdefault(report.nodeid, (properties[SUITE_PROPERTY], name, None))
+            return
         if report.failed and report.when in ("setup", "call") and SUITE_PROPERTY in properties and RESULT_PROPERTY not in properties:
             # No result document: the statistics count it as incomplete rather than lose it.
             self.unrecorded[report.nodeid] = Unrecorded(
@@ -216,11 +229,13 @@ class AgentbenchSession:
             for nodeid, text in self.dry_runs:
                 terminalreporter.write_sep("-", nodeid)
                 terminalreporter.write_line(text)
-        if not self.results and not self.unrecorded and not self.invalid:
+        if not self.results and not self.unrecorded and not self.invalid and not self.proofs:
             return
         # The default `-r fE` hides xfails, so incomplete runs would vanish without this section.
         terminalreporter.write_sep("=", "agentbench")
         self._write_invalid(terminalreporter)
+        if self.proofs:
+            terminalreporter.write_line(render_proofs(list(self.proofs.values()), width=min(terminalreporter._tw.fullwidth, 120)))
         if not self.results and not self.unrecorded:
             return
         width = min(terminalreporter._tw.fullwidth, 120)
@@ -254,10 +269,14 @@ def _add_junit_properties(config: pytest.Config, properties: list[tuple[str, str
         xml.add_global_property(name, value)
 
 
-def _failure_reason(report: pytest.TestReport) -> str:
+def _failure_reason(report: pytest.TestReport, *, item_name: str = "") -> str:
+    """The first line of a failure that says something, without the item's own name in front of it."""
     crash = getattr(report.longrepr, "reprcrash", None)
-    text = (crash.message if crash is not None else str(report.longrepr or "")).strip()
-    return text.splitlines()[0] if text else "no reason recorded"
+    text = crash.message if crash is not None else str(report.longrepr or "")
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    if item_name and first.startswith(f"{item_name}:"):
+        first = first[len(item_name) + 1:].strip()
+    return first or "no reason recorded"
 
 
 def _load_result(path: str) -> RunResult | None:

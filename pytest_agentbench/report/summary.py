@@ -253,3 +253,24 @@ def render_verbose_details(results: Sequence[RunResult], *, width: int = 80) -> 
         rule = "-" * max(2, (width - len(title)) // 2)
         blocks.append(fit(f"{rule}{title}{rule}".rstrip() + "\n" + below + render_metric_details(result), width))
     return "\n".join(blocks)
+
+
+def render_proofs(proofs: Sequence[tuple[str, str, str | None]], *, width: int = 80) -> str:
+    """`--agentbench-prove`'s summary: how many proofs held, then each one that did not and why, in sentences.
+
+    Args:
+        proofs: (suite, item name, why the proof does not hold: "" for one that holds, None for one
+            skipped), one per proof item.
+        width: The terminal's width.
+    """
+    proven = sum(1 for *_, why in proofs if why == "")
+    unproven = [(name, why) for _, name, why in proofs if why]
+    skipped = len(proofs) - proven - len(unproven)
+    suites = len({suite for suite, *_ in proofs})
+    lines = [f"{len(proofs)} proof{'s' if len(proofs) != 1 else ''} of {suites} suite{'s' if suites != 1 else ''}: "
+             f"{proven} proven, {len(unproven)} not proven" + (f", {skipped} skipped (-rs says why)" if skipped else "")]
+    if unproven:
+        lines += ["", "not proven (a check that cannot fail, or fails for another reason, proves nothing):"]
+        for name, why in unproven:
+            lines += textwrap.wrap(f"{name}: {why}", width, initial_indent="  ", subsequent_indent="    ")
+    return "\n".join(lines)

@@ -167,6 +167,17 @@ def test_prove_fails_the_item_whose_fail_scenario_passes_and_says_which(proofs) 
     assert "the fail scenario 'all-done' passes every check: 'secure-connections' does not catch it" in failing.message
 
 
+def test_the_summary_counts_proofs_not_runs_and_says_in_a_sentence_why_each_is_not_proven(proofs) -> None:
+    # Issue 33: a proof that failed read `1 incomplete ... no result: call:` as if a run had lost its result.
+    done, *_ = proofs
+    summary = done.stdout[done.stdout.index("= agentbench ="):]
+    assert "10 proofs of 4 suites: 7 proven, 2 not proven, 1 skipped (-rs says why)" in summary, summary
+    shown = " ".join(summary.split())
+    assert "lab-fresh-passes[prove-fresh]: the suite passes with no action: on the fresh state" in shown, summary
+    assert "lab-fail-passes[prove-fail-all-done]: the fail scenario 'all-done' passes every check" in shown, summary
+    assert "no result" not in summary and "incomplete" not in summary and "runs of" not in summary
+
+
 def test_prove_items_clean_up_after_themselves(proofs) -> None:
     done, cases, before, after, *_ = proofs
     assert after == before

@@ -37,6 +37,8 @@ EXPECTED_STATUS = {"passed-replay": "passed", "failed-screen": "failed", "incomp
 # Everything the tests read from a page, in one evaluation after every picture has decoded.
 READ_PAGE = """
 (async () => {
+  // A call's screenshot loads when it is scrolled to: here every picture must load and decode.
+  document.querySelectorAll('img[loading=lazy]').forEach(img => { img.loading = 'eager'; });
   const decoded = await Promise.all([...document.images].map(img => img.decode().then(() => true, () => false)));
   const text = (node, selector) => { const found = node.querySelector(selector); return found ? found.textContent.trim() : null; };
   const runs = [...document.querySelectorAll('section.run')].map(section => {
@@ -282,6 +284,44 @@ def test_the_repeats_table_in_chromium_shows_the_terminals_k_and_both_incomplete
     assert (rows["seven"]["incomplete (agent's)"], rows["seven"]["judged"], rows["seven"]["pass rate"]) == ("1", "10", "70%")
     assert (rows["gives-up"]["incomplete (agent's)"], rows["gives-up"]["judged"], rows["gives-up"]["pass rate"]) == ("5 (5 agent)", "10", "50%")
     assert "k = 3 for every suite, as the terminal does" in table["note"]
+
+
+READ_TABLE_FIT = """
+(() => {
+  const table = document.querySelector('#session-table');
+  return {
+    table: Math.ceil(table.getBoundingClientRect().right), room: Math.floor(document.body.getBoundingClientRect().right),
+    pageScrolls: document.documentElement.scrollWidth > document.documentElement.clientWidth,
+    suiteLines: [...table.querySelectorAll('tr.run-row td:first-child a')].map(a => a.getClientRects().length),
+    titles: [...table.querySelectorAll('td.instance-cell')].map(td => td.title),
+  };
+})()
+"""
+
+
+def test_the_session_table_fits_1400_px_with_long_suite_names_and_instance_values(tmp_path: Path) -> None:
+    # Issue 33: instance values pushed cost, wall, stumbles, baseline and flags behind a
+    # scrollbar, and suite names wrapped onto three lines.
+    def run(suite: str, values: dict[str, str]) -> dict[str, Any]:
+        label = ",".join(f"{key}={value}" for key, value in values.items())
+        instance = {"id": "r1-" + "-".join(values.values()), "repeat": 1, "seed": 7840137505978505,
+                    "derivation": "agentbench-params-v2", "values": values, "label": label}
+        return {"suite": suite, "nodeid": f"suites/{suite}.yml::{suite}[{instance['id']}]", "instance": instance,
+                "verdict": {"status": "failed", "reasons": ["the pickup code in the answer is not the device's"]}, "checks": [],
+                "stumbles": [], "metrics": {"toolCalls": 13, "turns": 14, "costUsd": 0.1234, "wallClockSeconds": 12.5},
+                "comparison": {"flags": [{"kind": "app-build", "message": "app build 1 -> 2"}], "metricRows": []}}
+
+    runs = [run(f"chrome-secure-connections-{index}", {"contactName": "BartholomewFeatherstonehaugh", "exchange": "38",
+                                                       "line": "1367", "folder": "ReadingListForTheLongWeekend"})
+            for index in range(4)]
+    page = write_html_report({"runs": runs}, tmp_path / "wide.html", environ={})
+    with Browser(chromium_or_skip(), width=1400, height=1000) as browser:
+        browser.open(page)
+        fit = browser.evaluate(READ_TABLE_FIT)
+    assert fit["table"] <= fit["room"] and not fit["pageScrolls"], fit
+    assert fit["suiteLines"] == [1, 1, 1, 1], fit
+    assert all("contactName=BartholomewFeatherstonehaugh,exchange=38,line=1367,folder=ReadingListForTheLongWeekend" in title
+               for title in fit["titles"]), fit["titles"]
 
 
 # ----------------------------------------------------------------------------- what ran, ids, filters, folding, groups

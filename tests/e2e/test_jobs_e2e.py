@@ -22,6 +22,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 import pytest
 import yaml
@@ -131,7 +132,8 @@ def reasons(case) -> list[str]:
 def benchmark_twice(lab, tmp_path_factory: pytest.TempPathFactory):
     tmp = tmp_path_factory.mktemp("benchmark")
     first = session(lab, REPO, tmp / "first", "--claude", "agentbench-replay")
-    second = session(lab, REPO, tmp / "second", "--claude", "agentbench-replay")
+    # The second also writes the page (a screenshot after each call): what the main job's page weighs.
+    second = session(lab, REPO, tmp / "second", "--claude", "agentbench-replay", "--agentbench-html", str(tmp / "second" / "report.html"))
     return first, second, phone_state(lab[1].phones[0])
 
 
@@ -153,6 +155,18 @@ def test_every_committed_suite_passes_twice_in_a_row_on_one_phone(benchmark_twic
     # A new pickup code and courier code each run: preflight clears the testbed's data.
     codes = [pickup_code(run[1]["testbed-pickup-code"]) for run in (first, (done, cases))]
     assert codes[0] != codes[1]
+
+
+def test_the_main_jobs_page_weighs_under_1_5_mb_with_every_screen_viewable(benchmark_twice) -> None:
+    _, (done, _), _ = benchmark_twice
+    page = Path(unquote(urlparse(re.search(r"agentbench html report: (\S+)", done.stdout).group(1)).path))
+    beside = page.with_name(f"{page.stem}_files")
+    weight = page.stat().st_size + sum(path.stat().st_size for path in beside.rglob("*") if path.is_file())
+    assert weight < 1_500_000, f"{weight} bytes"
+    sources = re.findall(r'<img[^>]* src="([^"]+)"', page.read_text(encoding="utf-8"))
+    linked = [src for src in sources if not src.startswith("data:")]
+    assert len(sources) > 100 and linked and not [src for src in linked if not (page.parent / unquote(src)).is_file()]
+    assert not [path for path in beside.rglob("*.png")]  # pictures are linked, never copied
 
 
 def test_after_the_whole_benchmark_the_phone_reads_like_a_fresh_phone(benchmark_twice) -> None:

@@ -149,17 +149,23 @@ def test_the_cost_axis_ends_at_a_round_number(value: float, top: float) -> None:
 # ----------------------------------------------------------------------------- assets
 
 
-def test_small_pictures_are_embedded_until_the_budget_and_big_ones_go_next_to_the_page(tmp_path: Path) -> None:
-    small, big = tmp_path / "small.png", tmp_path / "big.png"
+def test_a_runs_screens_are_embedded_once_each_until_the_budget_and_linked_after(tmp_path: Path) -> None:
+    small, other, big = tmp_path / "run" / "small.png", tmp_path / "run" / "other.png", tmp_path / "run" / "big.png"
+    small.parent.mkdir()
     small.write_bytes(render_png([], 4, 4))
+    other.write_bytes(render_png([], 4, 5))
     big.write_bytes(b"\x89PNG" + b"0" * 5000)
-    assets = Assets(tmp_path / "page.html", embed_max=4000, embed_budget=small.stat().st_size * 2)
-    assert assets.image(small, key="a/one.png").startswith("data:image/png;base64,")
-    assert assets.image(small, key="a/two.png").startswith("data:image/png;base64,")
-    assert assets.image(small, key="a/three.png") == "page_files/a/three.png"  # past the budget
-    assert assets.image(big, key="a/big.png") == "page_files/a/big.png"  # past the per-picture limit
-    assert (tmp_path / "page_files" / "a" / "big.png").read_bytes() == big.read_bytes()
-    assert assets.image(tmp_path / "missing.png", key="x.png") is None
+    assets = Assets(tmp_path / "page.html", embed_max=4000, embed_budget=small.stat().st_size + other.stat().st_size)
+    assert assets.image(small).startswith("data:image/png;base64,")
+    assert assets.image(small) == "run/small.png"  # the same picture is in the page already
+    assert assets.image(big) == "run/big.png"  # past the per-picture limit
+    assert assets.image(other).startswith("data:image/png;base64,")
+    third = tmp_path / "run" / "third.png"
+    third.write_bytes(render_png([], 5, 5))
+    assert assets.image(third) == "run/third.png"  # past the budget
+    assert not (tmp_path / "page_files").exists()  # linked, never copied
+    assert assets.image(tmp_path / "missing.png") is None and assets.linked_image(tmp_path / "missing.png") is None
+    assert assets.linked_image(small) == "run/small.png"
 
 
 def test_only_a_files_directory_this_package_made_is_emptied(tmp_path: Path) -> None:
@@ -231,7 +237,7 @@ def test_the_timeline_links_the_full_text_of_a_cut_result_and_pairs_screenshots(
     assert observe["result_cut"] and observe["result_chars"] == len(huge)
     full = (tmp_path / observe["full_href"]).read_text(encoding="utf-8-sig")
     assert full.endswith(huge + "\n") and "mcp__agentbench__observe (call 1, id t1)" in full
-    assert observe["shot_src"].startswith("data:image/png") and tap["shot_src"] is None
+    assert observe["shot_src"] == "run/data/screenshots/0001-observe.png" and tap["shot_src"] is None
     assert report["report_kind"] == "retry" and tap["recovered"] and not tap["result_cut"] and tap["full_href"] is None
 
 

@@ -14,6 +14,7 @@ import pytest
 from pytest_agentbench.records import RunResult, SessionResult
 from pytest_agentbench.report.ab import compare_with
 from pytest_agentbench.report.aggregate import Unrecorded, session_statistics
+from pytest_agentbench.report.summary import render_proofs
 from pytest_agentbench.report.terminal import Part, render_section
 
 FINGERPRINTS = {"appBuild": {"versionCode": 1}, "suiteDigest": "sha256:0", "deviceFingerprint": {"sdk": "34"},
@@ -162,3 +163,11 @@ def test_a_suites_compact_comparison_keeps_the_verdict_without_its_parentheses(v
     from pytest_agentbench.report.ab import compact_verdict
 
     assert compact_verdict(verdict) == compact
+
+
+def test_a_prove_session_counts_proofs_and_says_why_each_unproven_one_is_not() -> None:
+    text = render_proofs([("a", "a[prove-pass]", ""), ("a", "a[prove-fresh]", "the suite passes with no action: x passes"),
+                          ("b", "b[prove-pass]", None)], width=60)
+    assert text.splitlines()[0] == "3 proofs of 2 suites: 1 proven, 1 not proven, 1 skipped (-rs says why)"
+    assert "  a[prove-fresh]: the suite passes with no action: x passes" in text
+    assert render_proofs([("a", "a[prove-fresh]", "")]) == "1 proof of 1 suite: 1 proven, 0 not proven"

@@ -1,18 +1,21 @@
-"""Pictures, long texts and run files -> what the page links to: data: URIs inside the page, or files in `<page stem>_files/` next to it.
+"""Pictures, long texts and run files -> what the page links to: data: URIs inside the page, the run's own files, or texts in `<page stem>_files/`.
 
-The rule, by size: a picture of at most `EMBED_MAX_BYTES` is embedded as a data: URI while the
-page's embedded pictures stay under `EMBED_BUDGET_BYTES` in all; a bigger one, or one past the
-budget, is copied into `<stem>_files/`. A session on the simulated phone (pictures of ~25 KB)
-gives one file that opens anywhere; a real phone's 1-3 MB screenshots go next to it, so the page
-itself stays small and opens fast. The full text of a long tool result is never embedded: it is
-written to `<stem>_files/` and linked, one click away. Links to a run's own files are relative
-paths from the page, so they work as long as the page and the run directories stay where they
-were written.
+The rule for pictures: the two screens of each run (where preflight left the app, the post-run
+screen) are embedded as data: URIs while a picture is at most `EMBED_MAX_BYTES`, the page's
+embedded pictures stay under `EMBED_BUDGET_BYTES` in all, and the same picture is not in the
+page already; any other is a relative link to the run directory's own file, never a copy. The
+screenshot after each tool call is always such a link, loaded when it is scrolled to. So a
+session on the simulated phone (screens of ~20 KB, many alike) gives a page of about a
+megabyte with every screen viewable, and a real phone's 1-3 MB screenshots are never copied.
+The full text of a long tool result is never embedded: it is written to `<stem>_files/` and
+linked, one click away. Links to a run's own files are relative paths from the page, so they
+work as long as the page and the run directories stay where they were written.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import os
 import re
 import shutil
@@ -20,7 +23,7 @@ from pathlib import Path
 from urllib.request import pathname2url
 
 EMBED_MAX_BYTES = 256 * 1024
-EMBED_BUDGET_BYTES = 2 * 1024 * 1024
+EMBED_BUDGET_BYTES = 1024 * 1024
 #: A file in `<stem>_files/` that says this package made the directory (so a re-render may empty it).
 MARKER = ".agentbench-html"
 
@@ -40,6 +43,7 @@ class Assets:
         self.embed_max = embed_max
         self.embed_budget = embed_budget
         self.embedded_bytes = 0
+        self._embedded: set[str] = set()
         self.written: list[Path] = []
         self._prepared = False
         # An earlier page's folder goes first, so nothing stale sits next to the new page; only a
@@ -67,24 +71,29 @@ class Assets:
         self.written.append(path)
         return self.href(path)
 
-    def image(self, source: Path, *, key: str) -> str | None:
-        """The `src` for a picture: a data: URI when it fits, else a copy's relative path; None when it cannot be read.
-
-        Args:
-            source: The picture file.
-            key: A name unique within the page (`run-001/screen.png`), for the copy.
-        """
+    def image(self, source: Path) -> str | None:
+        """The `src` for one of a run's screens: a data: URI when it fits, else a link to the file; None when it cannot be read."""
         try:
             data = Path(source).read_bytes()
         except OSError:
             return None
         if not data:
             return None
-        if len(data) <= self.embed_max and self.embedded_bytes + len(data) <= self.embed_budget:
+        digest = hashlib.sha256(data).hexdigest()
+        fits = len(data) <= self.embed_max and self.embedded_bytes + len(data) <= self.embed_budget
+        if fits and digest not in self._embedded:
             self.embedded_bytes += len(data)
+            self._embedded.add(digest)
             mime = _MIME.get(Path(source).suffix.lower(), "application/octet-stream")
             return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
-        return self._write("/".join(_safe(part) for part in key.split("/")), data)
+        return self.href(source)
+
+    def linked_image(self, source: Path) -> str | None:
+        """The `src` for a picture shown on demand (a call's screenshot): a link to the run's own file; None when there is none."""
+        try:
+            return self.href(source) if Path(source).stat().st_size > 0 else None
+        except OSError:
+            return None
 
     def text(self, text: str, *, key: str) -> str:
         """Write a long text next to the page (UTF-8, `.txt`) and return its relative link."""

@@ -153,11 +153,11 @@ def time_view(result: RunResult) -> dict[str, Any] | None:
     }
 
 
-def _screens(run_dir: Path, assets: Assets, key: str) -> list[dict[str, Any]]:
+def _screens(run_dir: Path, assets: Assets) -> list[dict[str, Any]]:
     shown = []
     for name, label in (("start-screen.png", "before: where preflight left the app"), ("screen.png", "after: the post-run screen")):
         path = run_dir / name
-        src = assets.image(path, key=f"{key}/{name}") if path.is_file() else None
+        src = assets.image(path) if path.is_file() else None
         shown.append({"label": label, "src": src, "href": assets.href(path) if src else None, "name": name})
     return shown
 
@@ -220,7 +220,7 @@ def run_view(result: RunResult, *, index: int, assets: Assets, environ: Mapping[
         "stumbles": [{"kind": s.kind, "tool": s.tool, "detail": s.detail} for s in result.stumbles],
         "metrics": metric_cells(result.metrics),
         "time": time_view(result),
-        "screens": _screens(run_dir, assets, key),
+        "screens": _screens(run_dir, assets),
         "timeline": timeline, "timeline_note": timeline_note,
         # Only a long timeline lets the browser skip rows off screen: a short one is drawn whole
         # (so it prints, and a screenshot of the page shows it).

@@ -180,7 +180,7 @@ def build_timeline(
                 needs_file.append(call)
             else:
                 full_href = _write_full(assets, key, number, call, result, environ)
-        shot_src = assets.image(shots_dir / shot.file, key=f"{key}/calls/{shot.file}") if shot and shot.file else None
+        shot_src = assets.linked_image(shots_dir / shot.file) if shot and shot.file else None
         call_marks_here = marks.get(call.id, [])
         rows.append({
             "kind": "call", "number": number, "id": call.id, "tool": short_tool_name(call.name), "full_name": call.name,
@@ -189,8 +189,8 @@ def build_timeline(
             "marks": call_marks_here, "stumbled": any(m.startswith("stumble") for m in call_marks_here),
             "recovered": any(m.startswith("recovered") for m in call_marks_here),
             "shot_src": shot_src, "shot_problem": shot.problem if shot else None,
-            # An embedded picture is in the page already; only a file next to it is worth loading late.
-            "shot_loading": "lazy" if shot_src and not shot_src.startswith("data:") else "eager",
+            # The run's own file, loaded when it is scrolled to: a long session has hundreds.
+            "shot_loading": "lazy",
             "line": call.use_line, "sort": call.use_line if call.use_line is not None else number,
         })
     by_id = {row["id"]: row for row in rows}
