@@ -355,8 +355,21 @@ def collect_saved_runs(session: pytest.Session, paths: tuple[Path, ...]) -> list
                 continue
             seen.add(result_path.resolve())
             name = saved_run_name(result_path, taken={item.name for item in items})
-            items.append(SavedRunItem.from_parent(session, name=name, path=result_path, result_path=result_path))
+            where = _saved_suite_file(result_path)
+            items.append(SavedRunItem.from_parent(session, name=name, path=result_path, result_path=result_path,
+                                                  nodeid=f"{where}::{name}" if where else name))
     return items
+
+
+def _saved_suite_file(result_path: Path) -> str | None:
+    """The suite file part of the node id the run's own session gave it (`benchmark/.../bug-repro.yml`), if it says."""
+    try:
+        nodeid = json.loads(result_path.read_text(encoding="utf-8")).get("nodeid")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not isinstance(nodeid, str) or "::" not in nodeid:
+        return None
+    return nodeid.split("::", 1)[0] or None
 
 
 def saved_run_name(result_path: Path, *, taken: set[str]) -> str:

@@ -58,6 +58,8 @@ def pytest_collection(session: pytest.Session) -> bool | None:
     from pytest_agentbench.items import collect_saved_runs
 
     session.items = collect_saved_runs(session, awake_session(session.config).options.from_results)
+    # Reported as collected, so the header says `collected N items` as for any other session.
+    session.config.hook.pytest_collectreport(report=pytest.CollectReport(session.nodeid, "passed", None, list(session.items)))
     session.config.hook.pytest_collection_modifyitems(session=session, config=session.config, items=session.items)
     session.config.hook.pytest_collection_finish(session=session)
     session.testscollected = len(session.items)

@@ -194,6 +194,15 @@ def test_a_line_per_run_under_verbose_only(saved, verbosity):
     assert ("agentbench: bug-repro" in rerun.stdout) is (verbosity == "-v")
 
 
+def test_a_rerender_collects_its_runs_under_the_node_ids_their_sessions_gave_them(saved):
+    # Issue 33: a re-render said `collected 0 items` and named its item `::bug-repro[<run id>]`.
+    root, original = saved
+    recorded = original.result_of("bug-repro")
+    rerun = run_session(root, "--agentbench-from-result", recorded["runDirectory"], "-v", port=0)
+    assert "collected 1 item" in rerun.stdout, rerun.stdout
+    assert f"{recorded['nodeid']} PASSED" in rerun.stdout, rerun.stdout
+
+
 def test_a_sessions_output_directory_re_renders_every_run_below_it_once(saved):
     root, original = saved
     out = Path(original.result_of("bug-repro")["runDirectory"]).parent.parent
