@@ -119,8 +119,8 @@ COMMANDS: dict[str, How] = {
     "pytest benchmark/ --device sim --claude agentbench-agent --model <model>":
         How("run", status=4, narrow=("-k", "wifi_on"), replace=(("<model>", "served-model"),),
             expect=("(AGENTBENCH_OPENAI_BASE_URL) does not answer: [Errno 111] Connection refused",)),
-    "pytest tests/": How("collect"),
-    'pytest tests/ -m "not e2e"': How("collect"),
+    "pytest tests/ -n auto --dist loadscope": How("collect"),
+    'pytest tests/ -m "not e2e" -n auto': How("collect"),
     "pytest tests/ -m e2e": How("collect"),
     'pytest benchmark/agent/suites/bug-repro.yml --device "$(cat serial)" --claude agentbench-replay': How("run", expect=("1 passed",)),
     'pytest benchmark/agent/suites/bug-repro.yml --device "$(cat serial)" --claude agentbench-replay -v': How("run", expect=("1 passed",)),
