@@ -216,7 +216,7 @@ class AgentbenchSession:
         self._write_summary(terminalreporter)
         if self.json_written is not None and self.config.get_verbosity() >= 0:
             # Said as the HTML report says where it wrote (htmlreport.py).
-            terminalreporter.write_line(f"agentbench json: {self.json_written}")
+            terminalreporter.write_line(f"agentbench json: {_shown_path(self.json_written, self.config.invocation_params.dir)}")
 
     def _write_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if self.invalid and self.config.get_verbosity() == -1 and self.config.option.collectonly:
@@ -277,6 +277,14 @@ def _failure_reason(report: pytest.TestReport, *, item_name: str = "") -> str:
     if item_name and first.startswith(f"{item_name}:"):
         first = first[len(item_name) + 1:].strip()
     return first or "no reason recorded"
+
+
+def _shown_path(path: Path, invocation_dir: Path) -> str:
+    """A path as the user would type it: relative to where pytest was started when it is below, else absolute."""
+    try:
+        return str(Path(path).absolute().relative_to(Path(invocation_dir).absolute()))
+    except ValueError:
+        return str(Path(path).absolute())
 
 
 def _load_result(path: str) -> RunResult | None:

@@ -2,8 +2,9 @@
 
 A documented command that fails on the reader's first try is a defect. Each line found in a
 shell block is looked up in COMMANDS, which says how it runs here: as written; narrowed to a
-suite or two where the full line would run every suite many times (the narrowing is an extra
-`-k`, never a change of what the line means); collected only (`pytest tests/...`, which would
+suite or two where the full line would run every suite many times, or once where another test
+runs that whole (named at the line; the narrowing is an extra `-k`, never a change of what the
+line means); collected only (`pytest tests/...`, which would
 run this very suite); or, for the lines that name a real phone, refused before collection with
 one usage error that says what to do. A new documented line that COMMANDS does not know fails
 the first test, so nobody adds a command without its proof.
@@ -97,7 +98,8 @@ ONE = ("-k", "bug_repro")
 ONE_THREE_TIMES = ("-k", "bug_repro", "--agentbench-repeat", "3")
 #: Every documented line -> how it runs here. The keys are the lines as the docs have them.
 COMMANDS: dict[str, How] = {
-    f"pytest benchmark/ {REPLAY}": How("run", expect=("21 passed",)),
+    # The whole benchmark, every suite passing, is tests/e2e/test_jobs_e2e.py's (twice, on one phone).
+    f"pytest benchmark/ {REPLAY}": How("run", narrow=("-k", "bug_repro or wifi_on"), expect=("2 passed",)),
     "pytest benchmark/ --agentbench-dry-run": How("run", expect=("21 passed",)),
     "pytest benchmark/ --device sim --agentbench-prove": How("run", narrow=("-k", "wifi_on")),
     # Three instances of every suite, proven, is tests/e2e/test_instances_e2e.py's; here one seeded suite's.
@@ -128,7 +130,9 @@ COMMANDS: dict[str, How] = {
     "--agentbench-update-suites -rA": How("run", expect=("recorded in 1 attempt(s)",)),
     "pytest tests/test_my_app.py --device sim": How("run", expect=("1 passed",)),
     'pytest benchmark/ -k "chrome or clock" --device emulator-5554': How("no-phone"),
-    "pytest benchmark/ --device sim --agentbench-prove -k prove-fresh": How("run", expect=("21 passed",)),
+    # Every suite's proofs, the fresh ones among them, are tests/e2e/test_jobs_e2e.py's.
+    "pytest benchmark/ --device sim --agentbench-prove -k prove-fresh": How("run", narrow=("-k", "prove-fresh and (wifi_on or clock_alarm_volume)"),
+                                                                             expect=("2 passed",)),
     'pytest benchmark/ --device emulator-5554 --agentbench-prove -k "wifi_on and prove-fail"': How("no-phone"),
     "pytest benchmark/agent/suites/bug-repro.yml --device sim --claude agentbench-replay": How("run", expect=("1 passed",)),
     "pytest benchmark/ --device emulator-5554": How("no-phone"),
