@@ -95,10 +95,14 @@ class StreamWriter:
     cost_usd: float | None = 0
     #: Milliseconds spent in model calls (`duration_api_ms`).
     api_ms: int = 0
+    #: Why the stream ended in an error result (its text, else its first error, else its subtype); None otherwise.
+    ended_with: str | None = None
     _message_id: str | None = None
     _id_tag: str = "replay"
 
     def _emit(self, event: dict[str, Any]) -> None:
+        if event.get("type") == "result" and event.get("is_error"):
+            self.ended_with = str(event.get("result") or next(iter(event.get("errors") or ()), "") or event.get("subtype") or "an error")
         self.out.write(json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n")
         self.out.flush()
 

@@ -239,11 +239,14 @@ def test_version_and_help_name_the_agent() -> None:
     ids=["no-base-url", "not-http", "bad-timeout", "half-a-price"],
 )
 def test_a_bad_endpoint_environment_ends_the_stream_in_an_api_error(environ: dict, message: str) -> None:
-    status, out, _ = _cli([*STREAM, "--model", "m"], {**environ, "AGENTBENCH_OPENAI_API_KEY": "sk-never-shown"})
+    status, out, err = _cli([*STREAM, "--model", "m", "--max-budget-usd", "1"], {**environ, "AGENTBENCH_OPENAI_API_KEY": "sk-never-shown"})
     events = [json.loads(line) for line in out.splitlines()]
     assert status == 1 and events[0]["subtype"] == "init" and events[0]["apiKeySource"] == "AGENTBENCH_OPENAI_API_KEY"
     assert events[-1]["is_error"] is True and message in events[-1]["result"]
     assert "sk-never-shown" not in out
+    # Issue 33: the harness quotes the last stderr line of a failed agent; it was the budget warning.
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("agentbench-agent: the run ended in an error: API Error: ") and message in last, err
 
 
 @pytest.mark.parametrize(

@@ -255,6 +255,9 @@ def test_unreachable_endpoint_is_incomplete_with_the_cause(unreachable: Session)
     # The harness's own model bridge saw the refusal: the run leaves the rate as the harness's.
     verdict = unreachable.result(UNREACHABLE)["verdict"]
     assert verdict["incompleteCause"] == "harness" and "; confirmed by the model bridge: " in verdict["reasons"][-1], verdict
+    # The summary groups runs by their first reason: it names the unreachable server, not the budget
+    # warning the agent printed first (issue 33: "blaming --max-budget-usd is not enforced").
+    assert "could not reach http://127.0.0.1:" in verdict["reasons"][0] and "max-budget-usd" not in verdict["reasons"][0], verdict
 
 
 def test_a_model_server_that_does_not_answer_stops_the_session_before_any_run(adb_server: PrivateAdbServer, tmp_path: Path) -> None:

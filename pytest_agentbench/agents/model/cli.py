@@ -138,7 +138,13 @@ def run(argv: list[str], *, stdin: TextIO, stdout: TextIO, stderr: TextIO, envir
                             environ=environ, cwd=cwd)
     )
     request.finish(sink, stdout)
-    return result.exit_status if result is not None else 1
+    status = result.exit_status if result is not None else 1
+    if status != 0 and writer.ended_with:
+        # The last words on stderr say why: the harness quotes them for a non-zero exit, and a
+        # warning written at the start (the budget) must not be the reason the run is known by.
+        said = next((line.strip() for line in writer.ended_with.splitlines() if line.strip()), writer.ended_with)
+        stderr.write(f"{PROGRAM}: the run ended in an error: {said}\n")
+    return status
 
 
 def main(argv: list[str] | None = None) -> int:
