@@ -198,9 +198,40 @@ E2E_MODULES = frozenset({
 })
 
 
+#: The longest modules, about a minute or more of one worker each (`--durations` on 2 cores), longest
+#: first: under xdist (`--dist loadscope` hands out whole modules in collection order) they start
+#: first and the short ones fill the workers at the end, rather than one long module running alone
+#: after everything else. A scheduling hint only: a module not named here runs all the same.
+LONGEST_FIRST = (
+    "test_instances_e2e", "test_model_agent_e2e", "test_html_browser", "test_documented_commands", "test_jobs_e2e",
+    "test_run_faults", "test_output_e2e", "test_repeats_e2e", "test_model_episode_e2e", "test_baseline_e2e",
+    "test_checks_accept_only_the_work", "test_claude_cli", "test_summary",
+)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the end-to-end tests `e2e`, so `pytest tests/ -m "not e2e"` is the quick subset for local iteration."""
+    """Mark the end-to-end tests `e2e` (`pytest tests/ -m "not e2e"` is the quick subset), then order modules longest first."""
+    e2e_modules = set()
     for item in items:
         module = item.path.stem
         if {"adversarial", "e2e"} & set(item.path.parts) or module in E2E_MODULES or E2E_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.e2e)
+            e2e_modules.add(item.path)
+    rank = {name: index for index, name in enumerate(LONGEST_FIRST)}
+
+    def order(item: pytest.Item) -> tuple[int, int]:
+        # By module, so a module's tests stay together (its module-scoped fixtures are set up once).
+        if item.path.stem in rank:
+            return 0, rank[item.path.stem]
+        return (1 if item.path in e2e_modules else 2), 0
+
+    items.sort(key=order)
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto`: one worker more than the cores; the end-to-end tests spend much of their time waiting on the processes they start."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    return cores + 1
